@@ -1,0 +1,24 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppBindings } from "./env";
+import { renderError, renderNotFound } from "./lib/render-error";
+import { requestId } from "./middleware/request-id";
+import { registerAuthRoutes } from "./features/auth/auth.routes";
+import { registerDocsRoutes } from "./features/docs/docs.routes";
+
+/** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
+export function createApp(): OpenAPIHono<AppBindings> {
+  const app = new OpenAPIHono<AppBindings>({ strict: true });
+  app.use("*", requestId);
+  app.onError(renderError);
+  app.notFound(renderNotFound);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
+    type: "http",
+    scheme: "bearer",
+    description: "Group A: an API key (`sk_...`). Group B: an access token from /auth/login, or an API key.",
+  });
+
+  registerAuthRoutes(app);
+  registerDocsRoutes(app);
+  return app;
+}

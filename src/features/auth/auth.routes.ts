@@ -1,0 +1,32 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppBindings } from "../../env";
+import { defineRoute } from "../../lib/route";
+import { ApiKeyCreateBody, ApiKeyParams, LoginBody, SignupBody } from "./auth.schemas";
+import { createApiKey, currentUser, listApiKeys, login, revokeApiKey, signup } from "./auth.service";
+
+export function registerAuthRoutes(app: OpenAPIHono<AppBindings>): void {
+  const tags = ["Auth"];
+
+  defineRoute(app, { method: "post", path: "/auth/signup", group: "B", auth: "none", tags, summary: "Create a user and a new organization it owns", body: SignupBody, responses: { 201: "Created", 403: "Sign-up is switched off", 409: "Email, username or organization taken" } }, async (c, { body }) =>
+    c.json(await signup(c.env, body), 201),
+  );
+
+  defineRoute(app, { method: "post", path: "/auth/login", group: "B", auth: "none", tags, summary: "Exchange a username (or email) and password for an access token (OAuth2 password grant)", body: LoginBody }, async (c, { body }) =>
+    c.json(await login(c.env, body.username, body.password)),
+  );
+
+  defineRoute(app, { method: "get", path: "/auth/me", group: "B", auth: "bearer", tags, summary: "The signed-in user" }, async (c) => c.json(await currentUser(c.env, c.get("auth"))));
+
+  defineRoute(app, { method: "post", path: "/auth/api-keys", group: "B", auth: "bearer", tags, summary: "Create an API key; the key is shown only in this response", body: ApiKeyCreateBody, responses: { 201: "Created" } }, async (c, { body }) =>
+    c.json(await createApiKey(c.env, c.get("auth"), body.name), 201),
+  );
+
+  defineRoute(app, { method: "get", path: "/auth/api-keys", group: "B", auth: "bearer", tags, summary: "List your API keys (never their secret)" }, async (c) =>
+    c.json({ api_keys: await listApiKeys(c.env, c.get("auth")) }),
+  );
+
+  defineRoute(app, { method: "delete", path: "/auth/api-keys/:id", group: "B", auth: "bearer", tags, summary: "Revoke an API key at once", params: ApiKeyParams, responses: { 404: "No such key of yours" } }, async (c, { params }) => {
+    await revokeApiKey(c.env, c.get("auth"), params.id);
+    return c.json({ status: "success" });
+  });
+}

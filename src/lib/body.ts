@@ -1,0 +1,115 @@
+import { AppError, badRequest } from "./errors";
+import { toBase64 } from "./crypto";
+
+/** Largest request body Loom reads, in bytes. Larger bodies answer 413. */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/** What a file part of a multipart body becomes, so all three encodings give the same shape. */
+export interface FilePartValue {
+  type: "file";
+  raw_bytes: string;
+  metadata: { name: string; mime_type: string; size: number };
+}
+
+const FORBIDDEN_KEYS = new Set(["__proto__", "prototype", "constructor"]);
+
+type Json = Record<string, unknown>;
+
+function isPlainObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Sets `value` at a dotted path, turning repeated keys into arrays and merging objects. */
+function setPath(target: Json, dotted: string, value: unknown): void {
+  const parts = dotted.split(".");
+  if (parts.some((p) => p === "" || FORBIDDEN_KEYS.has(p))) throw badRequest(`invalid field name: ${dotted}`);
+  let node = target;
+  for (const part of parts.slice(0, -1)) {
+    const existing = node[part];
+    if (isPlainObject(existing)) {
+      node = existing;
+    } else if (typeof existing === "string" && existing.trim().startsWith("{")) {
+      // A nested object sent as a JSON string in one field, then refined by dotted fields.
+      const parsed = tryParseJson(existing);
+      if (!isPlainObject(parsed)) throw badRequest(`field ${part} must be an object`);
+      node[part] = parsed;
+      node = parsed;
+    } else if (existing === undefined) {
+      const child: Json = {};
+      node[part] = child;
+      node = child;
+    } else {
+      throw badRequest(`field ${part} is given both as a value and as an object`);
+    }
+  }
+  const last = parts[parts.length - 1];
+  const existing = node[last];
+  if (existing === undefined) node[last] = value;
+  else if (isPlainObject(existing) && isPlainObject(value)) Object.assign(existing, value);
+  else if (Array.isArray(existing)) existing.push(value);
+  else node[last] = [existing, value];
+}
+
+export function tryParseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+async function fileToValue(file: File): Promise<FilePartValue> {
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  return {
+    type: "file",
+    raw_bytes: toBase64(bytes),
+    metadata: { name: file.name, mime_type: file.type || "application/octet-stream", size: bytes.length },
+  };
+}
+
+/** Turns url-encoded or multipart form entries into one nested object (dotted names nest). */
+export async function formToObject(form: FormData): Promise<Json> {
+  const out: Json = {};
+  // Plain fields first, so a JSON-string object field exists before dotted refinements or file parts.
+  const entries = [...form.entries()];
+  for (const [key, value] of entries) {
+    if (typeof value === "string") setPath(out, key, value);
+  }
+  for (const [key, value] of entries) {
+    if (typeof value !== "string") setPath(out, key, await fileToValue(value as File));
+  }
+  return out;
+}
+
+async function readCapped(request: Request): Promise<ArrayBuffer> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) throw new AppError("payload_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
+  const buffer = await request.arrayBuffer();
+  if (buffer.byteLength > MAX_BODY_BYTES) throw new AppError("payload_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
+  return buffer;
+}
+
+/**
+ * Parses a request body sent as JSON, multipart/form-data or x-www-form-urlencoded into one
+ * plain object. An empty body is `{}`. A body that is not an object, or does not parse, is a 400.
+ */
+export async function parseRequestBody(request: Request): Promise<Json> {
+  const contentType = (request.headers.get("content-type") ?? "").toLowerCase();
+  const buffer = await readCapped(request);
+  if (buffer.byteLength === 0) return {};
+  if (contentType.startsWith("multipart/form-data") || contentType.startsWith("application/x-www-form-urlencoded")) {
+    let form: FormData;
+    try {
+      form = await new Response(buffer, { headers: { "content-type": request.headers.get("content-type") ?? "" } }).formData();
+    } catch {
+      throw badRequest("request body is not valid form data");
+    }
+    return formToObject(form);
+  }
+  const text = new TextDecoder().decode(buffer);
+  if (text.trim() === "") return {};
+  const parsed = tryParseJson(text);
+  if (parsed === undefined) throw badRequest("request body is not valid JSON");
+  if (!isPlainObject(parsed)) throw badRequest("request body must be a JSON object");
+  return parsed;
+}

@@ -1,0 +1,37 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { AppBindings } from "../env";
+import { AppError } from "./errors";
+
+/** Which envelope a request answers errors in: its route's group, else by path. */
+function groupOf(c: Context<AppBindings>): "A" | "B" {
+  const declared = c.get("group");
+  if (declared) return declared;
+  return /^\/+v1(\/|$)/i.test(c.req.path) ? "A" : "B";
+}
+
+function toAppError(error: unknown, c: Context<AppBindings>): AppError {
+  if (error instanceof AppError) return error;
+  if (error instanceof HTTPException) {
+    const status = error.status;
+    if (status === 413) return new AppError("payload_too_large", "request body is too large");
+    if (status === 401) return new AppError("unauthorized", error.message || "Not authenticated");
+    if (status >= 400 && status < 500) return new AppError("bad_request", error.message || "bad request");
+  }
+  console.error(JSON.stringify({ level: "error", requestId: c.get("requestId"), path: c.req.path, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error), stack: error instanceof Error ? error.stack : undefined }));
+  return new AppError("internal", "internal server error");
+}
+
+/** The root error handler: turns every thrown error into Group A or Group B's envelope. */
+export function renderError(error: unknown, c: Context<AppBindings>): Response {
+  const appError = toAppError(error, c);
+  const status = appError.status as 400;
+  if (appError.rawBody) return c.json(appError.rawBody, status);
+  if (groupOf(c) === "A") return c.json({ status: "failed", error: appError.message }, status);
+  if (appError.issues) return c.json({ detail: appError.issues }, status);
+  return c.json({ detail: appError.message }, status);
+}
+
+export function renderNotFound(c: Context<AppBindings>): Response {
+  return renderError(new AppError("not_found", `no route for ${c.req.method} ${c.req.path}`), c);
+}

@@ -1,0 +1,56 @@
+import { z } from "@hono/zod-openapi";
+import { tryParseJson } from "./body";
+import { ID_PATTERN } from "./ids";
+
+/**
+ * Field types that accept both JSON values and their form-encoded spellings, so a body sent as
+ * JSON, multipart or urlencoded validates the same way. Every helper takes explicit bounds.
+ */
+
+function fromFormText(value: unknown, convert: (text: string) => unknown): unknown {
+  return typeof value === "string" ? convert(value.trim()) : value;
+}
+
+export const zBool = () =>
+  z.preprocess(
+    (v) =>
+      fromFormText(v, (t) => {
+        const lower = t.toLowerCase();
+        if (lower === "true" || lower === "1" || lower === "on" || lower === "yes") return true;
+        if (lower === "false" || lower === "0" || lower === "off" || lower === "no" || lower === "") return false;
+        return t;
+      }),
+    z.boolean(),
+  );
+
+export const zInt = (min: number, max: number) =>
+  z.preprocess((v) => fromFormText(v, (t) => (t === "" ? undefined : /^-?\d+$/.test(t) ? Number(t) : t)), z.number().int().min(min).max(max));
+
+export const zNumber = (min: number, max: number) =>
+  z.preprocess((v) => fromFormText(v, (t) => (t === "" ? undefined : Number.isFinite(Number(t)) ? Number(t) : t)), z.number().min(min).max(max));
+
+export const zString = (min: number, max: number) => z.string().min(min).max(max);
+
+export const zId = () => z.string().regex(ID_PATTERN, "must be a 24-character hex id");
+
+/** An object that may arrive as a JSON string in one form field. */
+export const zJsonObject = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (typeof v === "string" && v.trim().startsWith("{") ? (tryParseJson(v) ?? v) : v), schema);
+
+/** A free-form object of bounded serialized size. */
+export const zFreeObject = (maxBytes = 64 * 1024) =>
+  zJsonObject(
+    z.record(z.string(), z.unknown()).refine((o) => JSON.stringify(o).length <= maxBytes, `must serialize to at most ${maxBytes} bytes`),
+  );
+
+/**
+ * An array that may arrive as repeated form fields, a JSON array string, a comma-separated
+ * string, or a single value.
+ */
+export const zArray = <T extends z.ZodType>(item: T, max: number) =>
+  z.preprocess((v) => {
+    if (typeof v !== "string") return v;
+    const text = v.trim();
+    if (text.startsWith("[")) return tryParseJson(text) ?? v;
+    return [v];
+  }, z.array(item).max(max));

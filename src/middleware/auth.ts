@@ -1,0 +1,92 @@
+import type { Context } from "hono";
+import { verify } from "hono/jwt";
+import { and, eq, isNull } from "drizzle-orm";
+import type { AppBindings, AuthContext, Role } from "../env";
+import { ROLES } from "../env";
+import { AppError } from "../lib/errors";
+import { requireSecret } from "../lib/config";
+import { sha256Hex } from "../lib/crypto";
+import { database } from "../db/client";
+import { apiKeys, users } from "../db/schema/identity";
+
+/** `api_key`: Group A (API key only); `bearer`: Group B (access token or API key). */
+export type AuthMode = "api_key" | "bearer";
+
+const groupA401 = (error: string): AppError => new AppError("unauthorized", error, { rawBody: { error } });
+
+export const API_KEY_PREFIX = "sk_";
+
+async function authFromApiKey(c: Context<AppBindings>, key: string): Promise<AuthContext | null> {
+  if (!key.startsWith(API_KEY_PREFIX) || key.length > 200) return null;
+  const db = database(c.env);
+  const hash = await sha256Hex(key);
+  const rows = await db
+    .select({ keyId: apiKeys.id, userId: users.id, orgId: users.orgId, role: users.role, suspended: users.suspended })
+    .from(apiKeys)
+    .innerJoin(users, eq(users.id, apiKeys.userId))
+    .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
+    .limit(1);
+  const row = rows[0];
+  if (!row || row.suspended) return null;
+  return { userId: row.userId, orgId: row.orgId, role: row.role, via: "api_key", apiKeyId: row.keyId };
+}
+
+async function authFromToken(c: Context<AppBindings>, token: string): Promise<AuthContext | null> {
+  let payload: Record<string, unknown>;
+  try {
+    payload = await verify(token, requireSecret(c.env, "JWT_SECRET"), "HS256");
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    return null;
+  }
+  if (typeof payload.sub !== "string") return null;
+  // The user is read on every request, so deletion, suspension and role changes apply at once.
+  const rows = await database(c.env)
+    .select({ id: users.id, orgId: users.orgId, role: users.role, suspended: users.suspended })
+    .from(users)
+    .where(eq(users.id, payload.sub))
+    .limit(1);
+  const row = rows[0];
+  if (!row || row.suspended) return null;
+  return { userId: row.id, orgId: row.orgId, role: row.role, via: "token" };
+}
+
+function bearerCredential(header: string): string | null {
+  const match = /^Bearer +(\S+) *$/i.exec(header);
+  return match ? match[1] : null;
+}
+
+/** Establishes `c.get("auth")` or throws the mode's 401. */
+export async function authenticate(c: Context<AppBindings>, mode: AuthMode): Promise<AuthContext> {
+  const header = c.req.header("authorization");
+  if (mode === "api_key") {
+    if (!header) throw groupA401("Missing authorization header");
+    const credential = bearerCredential(header);
+    if (!credential) throw groupA401("Invalid authorization header format");
+    const auth = await authFromApiKey(c, credential);
+    if (!auth) throw groupA401("Invalid API key");
+    c.set("auth", auth);
+    return auth;
+  }
+  if (!header) throw new AppError("unauthorized", "Not authenticated");
+  const credential = bearerCredential(header);
+  if (!credential) throw new AppError("unauthorized", "Invalid authorization header format");
+  const auth = credential.startsWith(API_KEY_PREFIX) ? await authFromApiKey(c, credential) : await authFromToken(c, credential);
+  if (!auth) throw new AppError("unauthorized", "Could not validate credentials");
+  c.set("auth", auth);
+  return auth;
+}
+
+const ROLE_RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
+
+export function hasRole(auth: AuthContext, least: Role): boolean {
+  return ROLE_RANK[auth.role] >= ROLE_RANK[least];
+}
+
+export function requireRole(auth: AuthContext, least: Role): void {
+  if (!hasRole(auth, least)) throw new AppError("forbidden", `this action needs the ${least} role or higher`);
+}
+
+export function isRole(value: string): value is Role {
+  return (ROLES as readonly string[]).includes(value);
+}
