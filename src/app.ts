@@ -3,6 +3,8 @@ import type { AppBindings } from "./env";
 import { renderError, renderNotFound } from "./lib/render-error";
 import { requestId } from "./middleware/request-id";
 import { registerAuthRoutes } from "./features/auth/auth.routes";
+import { registerAdminRoutes } from "./features/admin/admin.routes";
+import { registerConnectionRoutes } from "./features/connections/connections.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
 
 /** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
@@ -19,6 +21,8 @@ export function createApp(): OpenAPIHono<AppBindings> {
   });
 
   registerAuthRoutes(app);
+  registerAdminRoutes(app);
+  registerConnectionRoutes(app);
   registerDocsRoutes(app);
   return app;
 }
