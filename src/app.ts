@@ -6,6 +6,7 @@ import { registerAuthRoutes } from "./features/auth/auth.routes";
 import { registerAdminRoutes } from "./features/admin/admin.routes";
 import { registerConnectionRoutes } from "./features/connections/connections.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
+import { registerChatbotRoutes } from "./features/chatbots/chatbots.routes";
 
 /** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
 export function createApp(): OpenAPIHono<AppBindings> {
@@ -24,5 +25,6 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerAdminRoutes(app);
   registerConnectionRoutes(app);
   registerDocsRoutes(app);
+  registerChatbotRoutes(app);
   return app;
 }

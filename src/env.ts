@@ -14,6 +14,9 @@ export interface Env {
   JWT_SECRET?: string;
   /** Encrypts connection and integration secrets at rest. A secret. */
   ENCRYPTION_KEY?: string;
+
+  /** One ConversationObject per chatbot conversation: its messages, answered in arrival order. */
+  CONVERSATIONS: DurableObjectNamespace<import("./durable-objects/conversation-object").ConversationObject>;
 }
 
 /** Who is calling, established by the auth middleware. */

@@ -1,0 +1,205 @@
+import type { Env } from "../../env";
+import type { BeginResult, MessageSource } from "../../durable-objects/conversation-object";
+import { AppError, badRequest } from "../../lib/errors";
+import { fromBase64 } from "../../lib/crypto";
+import type { ChatbotServices } from "./chatbot-services";
+import { knowledgeBaseIdsOf, parseObject, type ChatbotRow } from "./chatbots.service";
+import { conversationNameFrom } from "./history-budget";
+import { conversationStub, createConversation, findConversation, recordTurn, type ConversationActor, type ConversationRow } from "./conversations.service";
+import type { RunInput } from "./chatbots.schemas";
+
+/** Tokens of earlier messages given to the model with each turn. */
+export const HISTORY_TOKEN_BUDGET = 3000;
+/** A turn holds its conversation at most this long; then the next message proceeds. */
+export const TURN_TIMEOUT_MS = 120_000;
+const MAX_AUDIO_BYTES = 10 * 1024 * 1024;
+/** How often a generating turn asks its conversation whether it was terminated. */
+const TERMINATE_POLL_MS = 300;
+
+export interface PreparedRun {
+  chatbot: ChatbotRow;
+  conversation: ConversationRow;
+  text: string;
+  showSources: boolean;
+}
+
+export interface RunResult {
+  status: "success" | "failed";
+  conversation_id: string;
+  message_id: string | null;
+  output_message: string;
+  follow_up_questions: string[];
+  answered_by: string | null;
+  sources?: MessageSource[];
+  error?: string;
+  /** The failure as an AppError, for non-streaming callers to rethrow with its status. */
+  failure?: AppError;
+}
+
+function decodeAudio(input: RunInput): { bytes: Uint8Array; mimeType: string } {
+  const audio = input.audio;
+  if (audio === undefined) throw badRequest("text or audio is required");
+  const base64 = typeof audio === "string" ? audio : audio.raw_bytes;
+  let bytes: Uint8Array;
+  try {
+    bytes = fromBase64(base64.replace(/^data:[^,]*,/, "").replace(/\s+/g, ""));
+  } catch {
+    throw badRequest("audio: must be base64 text or a file part");
+  }
+  if (bytes.length === 0) throw badRequest("audio: is empty");
+  if (bytes.length > MAX_AUDIO_BYTES) throw new AppError("payload_too_large", `audio: must be at most ${MAX_AUDIO_BYTES} bytes`);
+  const mimeType = input.audio_mime_type ?? (typeof audio === "string" ? "audio/mpeg" : audio.metadata.mime_type || "audio/mpeg");
+  return { bytes, mimeType };
+}
+
+/**
+ * Everything that can fail with a plain HTTP error happens here, before any event is streamed:
+ * the input, the transcription and the conversation lookup.
+ */
+export async function prepareRun(env: Env, services: ChatbotServices, chatbot: ChatbotRow, actor: ConversationActor, input: RunInput, showSources: boolean): Promise<PreparedRun> {
+  if (input.text !== undefined && input.audio !== undefined) throw badRequest("give text or audio, not both");
+  let text = input.text?.trim() ?? "";
+  if (input.text !== undefined && text === "") throw badRequest("text: must not be blank");
+  const existing = input.conversation_id ? await findConversation(env, chatbot, actor, input.conversation_id) : null;
+  if (input.text === undefined) {
+    const audio = decodeAudio(input);
+    text = (await services.transcribe({ orgId: chatbot.orgId, audio: audio.bytes, mimeType: audio.mimeType })).trim();
+    if (text === "") throw badRequest("audio: no speech was recognised");
+  }
+  const conversation = existing ?? (await createConversation(env, chatbot, actor, conversationNameFrom(text)));
+  return { chatbot, conversation, text, showSources };
+}
+
+function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  console.error(JSON.stringify({ level: "error", where: "chatbot.answer", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
+  return new AppError("internal", "the chatbot failed to answer");
+}
+
+function outputText(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value === undefined || value === null) return "";
+  return JSON.stringify(value);
+}
+
+/**
+ * Answers one message in its conversation's turn order, calling `onPiece` with each new piece of
+ * text as it is produced. Failures after the message is stored are recorded with it and returned
+ * (never thrown), so a streaming caller can still send its final event.
+ */
+export async function executeRun(env: Env, services: ChatbotServices, run: PreparedRun, onPiece: (text: string) => void | Promise<void>): Promise<RunResult> {
+  const { chatbot, conversation } = run;
+  const stub = conversationStub(env, conversation.id);
+  const turn: BeginResult = await stub.begin({ text: run.text, historyBudget: HISTORY_TOKEN_BUDGET, turnTimeoutMs: TURN_TIMEOUT_MS });
+  const base = { conversation_id: conversation.id, follow_up_questions: [] as string[], answered_by: null };
+  if (!turn.ok) {
+    await recordTurn(env, conversation.id);
+    const failure = new AppError("conflict", turn.reason === "terminated" ? "the conversation was terminated before this message was answered" : "the conversation was interrupted");
+    return { ...base, status: "failed", message_id: null, output_message: "", error: failure.message, failure };
+  }
+
+  const controller = new AbortController();
+  let lastPoll = Date.now();
+  let text = "";
+  let sources: MessageSource[] = [];
+  let answeredBy: string | null = null;
+  let followUps: string[] = [];
+  try {
+    if (chatbot.pipelineId) {
+      const inputName = chatbot.pipelineInput ?? "query";
+      const outputs = await services.runPipeline({
+        orgId: chatbot.orgId,
+        userId: chatbot.ownerId,
+        pipelineId: chatbot.pipelineId,
+        inputs: { [inputName]: run.text, history: turn.history },
+        signal: controller.signal,
+      });
+      const outputName = chatbot.pipelineOutput ?? Object.keys(outputs)[0];
+      if (outputName === undefined || !(outputName in outputs)) throw new AppError("bad_request", `the pipeline gave no output named '${chatbot.pipelineOutput ?? "(any)"}'`);
+      text = outputText(outputs[outputName]);
+      answeredBy = `pipeline/${chatbot.pipelineId}`;
+      if (text) await onPiece(text);
+    } else {
+      const options = parseObject<{ top_k?: number; score_cutoff?: number }>(chatbot.queryOptions);
+      sources = await services.queryKnowledgeBases({ orgId: chatbot.orgId, knowledgeBaseIds: knowledgeBaseIdsOf(chatbot), query: run.text, topK: options.top_k ?? 5, scoreCutoff: options.score_cutoff ?? null });
+      const events = services.answer({
+        orgId: chatbot.orgId,
+        model: chatbot.model,
+        systemPrompt: chatbot.systemPrompt,
+        history: turn.history,
+        question: run.text,
+        sources,
+        attachments: turn.attachments,
+        followUpQuestions: chatbot.followUpQuestions,
+        signal: controller.signal,
+      });
+      for await (const event of events) {
+        if (event.type === "text") {
+          text += event.text;
+          if (event.text) await onPiece(event.text);
+        } else {
+          text = event.text;
+          answeredBy = event.answeredBy;
+          followUps = event.followUpQuestions.slice(0, chatbot.followUpQuestions);
+        }
+        if (Date.now() - lastPoll >= TERMINATE_POLL_MS) {
+          lastPoll = Date.now();
+          if (!(await stub.proceed(turn.turnId))) {
+            controller.abort();
+            break;
+          }
+        }
+      }
+    }
+  } catch (error) {
+    const failure = toAppError(error);
+    const stored = await stub.complete(turn.turnId, { content: text, status: "failed", sources, followUpQuestions: [], answeredBy, error: failure.message });
+    await recordTurn(env, conversation.id);
+    return { ...base, status: "failed", message_id: stored.messageId, output_message: text, error: failure.message, failure };
+  }
+  const terminated = controller.signal.aborted;
+  const stored = await stub.complete(turn.turnId, { content: text, status: terminated ? "terminated" : "complete", sources, followUpQuestions: followUps, answeredBy, error: terminated ? "terminated" : null });
+  await recordTurn(env, conversation.id);
+  return {
+    status: "success",
+    conversation_id: conversation.id,
+    message_id: stored.messageId,
+    output_message: text,
+    follow_up_questions: followUps,
+    answered_by: answeredBy,
+    ...(run.showSources ? { sources } : {}),
+    ...(terminated ? { error: "terminated" } : {}),
+  };
+}
+
+/** The final server-sent event and the non-streaming body share one shape. */
+export function publicResult(result: RunResult, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const { failure: _failure, ...rest } = result;
+  return { ...rest, ...extra };
+}
+
+/** Server-sent events: each piece as `{type: "stream", output_value}`, then the final result. */
+export function streamRun(execute: (onPiece: (text: string) => void) => Promise<RunResult>, extra: Record<string, unknown>, keepAlive: (promise: Promise<unknown>) => void): Response {
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  const encoder = new TextEncoder();
+  let open = true;
+  // Writes are queued, not awaited, so a slow reader never stalls the answer (which is stored either way).
+  const send = (event: Record<string, unknown>): void => {
+    if (!open) return;
+    writer.write(encoder.encode(`data: ${JSON.stringify(event)}\n\n`)).catch(() => {
+      open = false;
+    });
+  };
+  const work = (async () => {
+    try {
+      const result = await execute((text) => send({ type: "stream", output_value: text }));
+      send(publicResult(result, extra));
+    } catch (error) {
+      send({ status: "failed", error: toAppError(error).message });
+    }
+    await writer.close().catch(() => undefined);
+  })();
+  keepAlive(work);
+  return new Response(readable, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" } });
+}

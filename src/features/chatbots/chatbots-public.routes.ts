@@ -1,0 +1,146 @@
+import type { Context } from "hono";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppBindings } from "../../env";
+import { defineRoute } from "../../lib/route";
+import { AppError } from "../../lib/errors";
+import { verifyPassword } from "../../lib/crypto";
+import { authenticate } from "../../middleware/auth";
+import type { ChatbotServicesFactory } from "./chatbot-services";
+import { ChatbotIdParams, SessionBody, VisitorConversationParams, VisitorFeedbackBody, VisitorRunBody, VisitorUploadBody } from "./chatbots.schemas";
+import { canRun, parseObject, type ChatbotRow, type DeploymentSettings } from "./chatbots.service";
+import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
+import { attachDocument } from "./chatbot-uploads";
+import { conversationRecord, feedbackValue, findConversation, listConversations, readConversation, setMessageFeedback, type ConversationActor } from "./conversations.service";
+import { publicProfile } from "./deployment.service";
+import { accessOf, assertOriginAllowed, consumeRateLimit, getDeployedChatbot, issueVisitorSession, verifyVisitorSession, visitorRateLimit, type VisitorSession } from "./visitor-access";
+import { keepAliveFor } from "./keep-alive";
+
+const SESSION_HEADER = "x-visitor-session";
+/** New sessions per client address per minute, so nobody mints sessions to dodge the per-visitor limit. */
+const SESSIONS_PER_IP_PER_MINUTE = 30;
+
+function clientIp(c: Context<AppBindings>): string {
+  return c.req.header("cf-connecting-ip") ?? "unknown";
+}
+
+/** A deployed chatbot reachable from this request's origin. */
+async function reachableChatbot(c: Context<AppBindings>, chatbotId: string): Promise<ChatbotRow> {
+  const row = await getDeployedChatbot(c.env, chatbotId);
+  assertOriginAllowed(row, c.req.header("origin"));
+  return row;
+}
+
+async function newSession(c: Context<AppBindings>, row: ChatbotRow, password: string | undefined) {
+  await consumeRateLimit(c.env, `session-ip:${row.id}:${clientIp(c)}`, SESSIONS_PER_IP_PER_MINUTE);
+  const access = accessOf(row);
+  let userId: string | null = null;
+  if (access.mode === "password") {
+    if (!password || !access.password_hash || !(await verifyPassword(password, access.password_hash))) throw new AppError("unauthorized", "wrong or missing password for this chatbot");
+  } else if (access.mode === "members") {
+    const auth = await authenticate(c, "bearer");
+    if (auth.orgId !== row.orgId || !canRun(row, auth)) throw new AppError("forbidden", "only permitted members of the chatbot's organization may use it");
+    userId = auth.userId;
+  }
+  return issueVisitorSession(c.env, row, userId);
+}
+
+/** The visitor's session from the header (or body); public chatbots start one for a first-time visitor. */
+async function visitorSession(c: Context<AppBindings>, row: ChatbotRow, bodyToken: string | undefined, mayStart: boolean): Promise<{ session: VisitorSession; issued: string | null }> {
+  const token = c.req.header(SESSION_HEADER) ?? bodyToken;
+  if (token) return { session: await verifyVisitorSession(c.env, row, token), issued: null };
+  if (mayStart && (accessOf(row).mode ?? "public") === "public") {
+    const fresh = await newSession(c, row, undefined);
+    return { session: fresh.session, issued: fresh.token };
+  }
+  throw new AppError("unauthorized", "a valid visitor session is required: POST /chatbots/deployed/{chatbot_id}/session");
+}
+
+const actorOf = (session: VisitorSession): ConversationActor => ({ kind: "visitor", visitorId: session.visitorId });
+const showsSources = (row: ChatbotRow): boolean => parseObject<DeploymentSettings>(row.deployment).show_sources ?? false;
+
+export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, services: ChatbotServicesFactory): void {
+  const pub = { group: "B", auth: "none", tags: ["Deployed chatbots"] } as const;
+
+  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id", summary: "A deployed chatbot's public profile (no auth); nothing private", params: ChatbotIdParams, responses: { 404: "Unknown or undeployed chatbot" } }, async (c, { params }) =>
+    c.json({ status: "success", chatbot: publicProfile(await getDeployedChatbot(c.env, params.chatbot_id)) }),
+  );
+
+  defineRoute(
+    app,
+    { ...pub, method: "post", path: "/chatbots/deployed/:chatbot_id/session", summary: "Start a visitor session: give the password, or a member's bearer token, as the chatbot's access requires", params: ChatbotIdParams, body: SessionBody, responses: { 401: "Wrong password or no credentials", 403: "Origin or member not allowed", 404: "Unknown or undeployed chatbot", 429: "Too many sessions" } },
+    async (c, { params, body }) => {
+      const row = await reachableChatbot(c, params.chatbot_id);
+      const { token, session } = await newSession(c, row, body.password);
+      return c.json({ status: "success", visitor_session: token, expires_at: new Date(session.expiresAt * 1000).toISOString() });
+    },
+  );
+
+  defineRoute(
+    app,
+    {
+      ...pub,
+      method: "post",
+      path: "/chatbots/deployed/:chatbot_id/run",
+      summary: "A visitor sends a message to a deployed chatbot",
+      description: `Send the session in the \`${SESSION_HEADER}\` header (or \`visitor_session\`). A public chatbot starts a session for a first-time visitor and returns it as \`visitor_session\`. Answers like /v1/chatbot/{id}/run, streaming included.`,
+      params: ChatbotIdParams,
+      body: VisitorRunBody,
+      streams: true,
+      responses: { 401: "Session required", 403: "Origin not allowed", 404: "Unknown or undeployed chatbot, or not your conversation", 429: "Rate limit" },
+    },
+    async (c, { params, body }) => {
+      const env = c.env;
+      const row = await reachableChatbot(c, params.chatbot_id);
+      const { session, issued } = await visitorSession(c, row, body.visitor_session, true);
+      const limit = visitorRateLimit(row);
+      await consumeRateLimit(env, `run:${row.id}:${session.visitorId}`, limit);
+      await consumeRateLimit(env, `run-ip:${row.id}:${clientIp(c)}`, limit * 5);
+      const svc = services(env);
+      const prepared = await prepareRun(env, svc, row, actorOf(session), body, showsSources(row));
+      const extra = issued ? { visitor_session: issued } : {};
+      if (issued) c.header(SESSION_HEADER, issued);
+      if (body.stream) {
+        const response = streamRun((onPiece) => executeRun(env, svc, prepared, onPiece), extra, keepAliveFor(c));
+        if (issued) response.headers.set(SESSION_HEADER, issued);
+        return response;
+      }
+      const result = await executeRun(env, svc, prepared, () => undefined);
+      if (result.failure) throw result.failure;
+      return c.json(publicResult(result, extra));
+    },
+  );
+
+  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id/conversations", summary: "The visitor's own conversations with a deployed chatbot", params: ChatbotIdParams, responses: { 401: "Session required", 404: "Unknown or undeployed chatbot" } }, async (c, { params }) => {
+    const row = await reachableChatbot(c, params.chatbot_id);
+    const { session } = await visitorSession(c, row, undefined, false);
+    const rows = await listConversations(c.env, row.orgId, actorOf(session), row.id, 100);
+    return c.json({ status: "success", conversations: rows.map(conversationRecord) });
+  });
+
+  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id/conversations/:conversation_id", summary: "Read one of the visitor's own conversations", params: VisitorConversationParams, responses: { 401: "Session required", 404: "Not this visitor's conversation" } }, async (c, { params }) => {
+    const row = await reachableChatbot(c, params.chatbot_id);
+    const { session } = await visitorSession(c, row, undefined, false);
+    const conversation = await findConversation(c.env, row, actorOf(session), params.conversation_id);
+    return c.json({ status: "success", conversation: await readConversation(c.env, conversation, showsSources(row)) });
+  });
+
+  defineRoute(app, { ...pub, method: "post", path: "/chatbots/deployed/conversations/message/like", summary: "A visitor likes or dislikes an answer in their own conversation", body: VisitorFeedbackBody, responses: { 401: "Session required", 404: "Not this visitor's conversation or message" } }, async (c, { body }) => {
+    const feedback = feedbackValue(body);
+    const row = await reachableChatbot(c, body.chatbot_id);
+    const { session } = await visitorSession(c, row, body.visitor_session, false);
+    const conversation = await findConversation(c.env, row, actorOf(session), body.conversation_id);
+    await setMessageFeedback(c.env, conversation, body.message_id, feedback);
+    return c.json({ status: "success", message_id: body.message_id, feedback });
+  });
+
+  defineRoute(
+    app,
+    { ...pub, method: "post", path: "/chatbots/upload", summary: "A visitor attaches a text document (txt, md, csv, json; at most 1 MiB) to their conversation", body: VisitorUploadBody, responses: { 401: "Session required", 404: "Not this visitor's conversation", 413: "File too large", 429: "Rate limit" } },
+    async (c, { body }) => {
+      const row = await reachableChatbot(c, body.chatbot_id);
+      const { session } = await visitorSession(c, row, body.visitor_session, false);
+      await consumeRateLimit(c.env, `run:${row.id}:${session.visitorId}`, visitorRateLimit(row));
+      return c.json({ status: "success", ...(await attachDocument(c.env, row, actorOf(session), body.conversation_id, body.file)) });
+    },
+  );
+}

@@ -1,0 +1,129 @@
+import type { AuthContext, Env } from "../../env";
+import { badRequest } from "../../lib/errors";
+import { encryptSecret, hashPassword } from "../../lib/crypto";
+import { requireSecret } from "../../lib/config";
+import { assertCanEdit, assertOrgUsers, getVisibleChatbot, parseObject, saveChatbot, type AccessSettings, type ChatbotRow, type ChatWorkspaceSettings, type DeploymentSettings, type RbacSettings, type TelephonySettings } from "./chatbots.service";
+import type { AccessInput, ChatWorkspaceInput, DeploymentInput, RbacInput, TelephonyInput } from "./chatbots.schemas";
+
+async function editable(env: Env, auth: AuthContext, chatbotId: string): Promise<ChatbotRow> {
+  const row = await getVisibleChatbot(env, auth, chatbotId);
+  assertCanEdit(row, auth);
+  return row;
+}
+
+function definedFields<T extends object>(input: T, skip: string[]): string[] {
+  return Object.entries(input)
+    .filter(([key, value]) => value !== undefined && !skip.includes(key))
+    .map(([key]) => key);
+}
+
+function mergedDeployment(row: ChatbotRow, input: DeploymentInput): DeploymentSettings {
+  const current = parseObject<DeploymentSettings>(row.deployment);
+  const { chatbot_id: _id, browser_extension: _ext, ...settings } = input;
+  const next: DeploymentSettings = { ...current };
+  for (const [key, value] of Object.entries(settings)) if (value !== undefined) (next as Record<string, unknown>)[key] = value;
+  return next;
+}
+
+export async function deploy(env: Env, auth: AuthContext, input: DeploymentInput): Promise<ChatbotRow> {
+  const row = await editable(env, auth, input.chatbot_id);
+  const changes: Partial<ChatbotRow> = { deployed: true, deployedAt: row.deployed ? row.deployedAt : new Date().toISOString(), deployment: JSON.stringify(mergedDeployment(row, input)) };
+  if (input.browser_extension !== undefined) changes.browserExtension = input.browser_extension;
+  return saveChatbot(env, auth, row, changes, "chatbot.deploy", definedFields(input, ["chatbot_id"]));
+}
+
+export async function undeploy(env: Env, auth: AuthContext, chatbotId: string): Promise<ChatbotRow> {
+  const row = await editable(env, auth, chatbotId);
+  return saveChatbot(env, auth, row, { deployed: false, deployedAt: null }, "chatbot.undeploy", []);
+}
+
+export async function updateDeployment(env: Env, auth: AuthContext, input: DeploymentInput): Promise<ChatbotRow> {
+  const row = await editable(env, auth, input.chatbot_id);
+  const changes: Partial<ChatbotRow> = { deployment: JSON.stringify(mergedDeployment(row, input)) };
+  if (input.browser_extension !== undefined) changes.browserExtension = input.browser_extension;
+  return saveChatbot(env, auth, row, changes, "chatbot.update_deployment", definedFields(input, ["chatbot_id"]));
+}
+
+export async function updateAccess(env: Env, auth: AuthContext, input: AccessInput): Promise<ChatbotRow> {
+  const row = await editable(env, auth, input.chatbot_id);
+  const next = { ...parseObject<AccessSettings>(row.access) };
+  if (input.mode) next.mode = input.mode;
+  if (input.password) next.password_hash = await hashPassword(input.password);
+  if (input.allowed_origins) next.allowed_origins = input.allowed_origins.map((origin) => origin.replace(/\/$/, ""));
+  if (input.rate_limit_per_minute) next.rate_limit_per_minute = input.rate_limit_per_minute;
+  if (next.mode === "password" && !next.password_hash) throw badRequest("password: is required when mode is password");
+  // The password never appears in the audit log, only that it changed.
+  return saveChatbot(env, auth, row, { access: JSON.stringify(next) }, "chatbot.update_access", definedFields(input, ["chatbot_id"]));
+}
+
+export async function updateRbac(env: Env, auth: AuthContext, input: RbacInput): Promise<ChatbotRow> {
+  const row = await editable(env, auth, input.chatbot_id);
+  await assertOrgUsers(env, auth, input.editors ?? [], "editors");
+  await assertOrgUsers(env, auth, input.runners ?? [], "runners");
+  const next: RbacSettings = { ...parseObject<RbacSettings>(row.rbac) };
+  if (input.editors) next.editors = [...new Set(input.editors)];
+  if (input.editor_roles) next.editor_roles = [...new Set(input.editor_roles)];
+  if (input.runners) next.runners = [...new Set(input.runners)];
+  if (input.runner_roles) next.runner_roles = [...new Set(input.runner_roles)];
+  return saveChatbot(env, auth, row, { rbac: JSON.stringify(next) }, "chatbot.update_rbac", definedFields(input, ["chatbot_id"]));
+}
+
+async function seal(env: Env, secret: string): Promise<string> {
+  return encryptSecret(secret, requireSecret(env, "ENCRYPTION_KEY"));
+}
+
+export async function updateTelephony(env: Env, auth: AuthContext, input: TelephonyInput): Promise<ChatbotRow> {
+  const row = await editable(env, auth, input.chatbot_id);
+  const next: TelephonySettings = { ...parseObject<TelephonySettings>(row.telephony) };
+  if (input.account_sid) next.account_sid = input.account_sid;
+  if (input.phone_number) next.phone_number = input.phone_number;
+  if (input.enabled !== undefined) next.enabled = input.enabled;
+  const changes: Partial<ChatbotRow> = {};
+  if (input.auth_token) {
+    changes.telephonyTokenSealed = await seal(env, input.auth_token);
+    next.auth_token_last_four = input.auth_token.slice(-4);
+  }
+  if (next.enabled && !(changes.telephonyTokenSealed ?? row.telephonyTokenSealed)) throw badRequest("auth_token: is required to enable the telephony integration");
+  changes.telephony = JSON.stringify(next);
+  return saveChatbot(env, auth, row, changes, "chatbot.update_telephony", definedFields(input, ["chatbot_id"]));
+}
+
+export async function updateChatWorkspace(env: Env, auth: AuthContext, input: ChatWorkspaceInput): Promise<ChatbotRow> {
+  const row = await editable(env, auth, input.chatbot_id);
+  const next: ChatWorkspaceSettings = { ...parseObject<ChatWorkspaceSettings>(row.chatworkspace) };
+  if (input.team_id) next.team_id = input.team_id;
+  if (input.api_base_url) next.api_base_url = input.api_base_url.replace(/\/$/, "");
+  if (input.enabled !== undefined) next.enabled = input.enabled;
+  const changes: Partial<ChatbotRow> = {};
+  if (input.signing_secret) changes.chatworkspaceSigningSealed = await seal(env, input.signing_secret);
+  if (input.bot_token) {
+    changes.chatworkspaceTokenSealed = await seal(env, input.bot_token);
+    next.bot_token_last_four = input.bot_token.slice(-4);
+  }
+  if (next.enabled && !(changes.chatworkspaceSigningSealed ?? row.chatworkspaceSigningSealed)) throw badRequest("signing_secret: is required to enable the chat workspace integration");
+  if (next.enabled && !(changes.chatworkspaceTokenSealed ?? row.chatworkspaceTokenSealed)) throw badRequest("bot_token: is required to enable the chat workspace integration");
+  changes.chatworkspace = JSON.stringify(next);
+  return saveChatbot(env, auth, row, changes, "chatbot.update_chatworkspace", definedFields(input, ["chatbot_id"]));
+}
+
+/**
+ * What anyone may see of a deployed chatbot: its presentation and how to get in. Built field by
+ * field from an allow-list so nothing private (prompt, model, knowledge bases, owner, secrets) leaks.
+ */
+export function publicProfile(row: ChatbotRow) {
+  const deployment = parseObject<DeploymentSettings>(row.deployment);
+  const access = parseObject<AccessSettings>(row.access);
+  return {
+    _id: row.id,
+    name: deployment.display_name ?? row.name,
+    description: row.description,
+    greeting: deployment.greeting ?? null,
+    primaryColor: deployment.primary_color ?? null,
+    secondaryColor: deployment.secondary_color ?? null,
+    avatarUrl: deployment.avatar_url ?? null,
+    suggestedQuestions: deployment.suggested_questions ?? [],
+    showSources: deployment.show_sources ?? false,
+    access: { mode: access.mode ?? "public" },
+    followUpQuestions: row.followUpQuestions > 0,
+  };
+}

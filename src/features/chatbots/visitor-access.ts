@@ -1,0 +1,97 @@
+import { eq } from "drizzle-orm";
+import type { Env } from "../../env";
+import { database } from "../../db/client";
+import { chatbots } from "../../db/schema/chatbots";
+import { users } from "../../db/schema/identity";
+import { AppError, notFound } from "../../lib/errors";
+import { hmacSha256Hex, sha256Hex, timingSafeEqual } from "../../lib/crypto";
+import { requireSecret } from "../../lib/config";
+import { newId } from "../../lib/ids";
+import { DEFAULT_RATE_LIMIT_PER_MINUTE, parseObject, type AccessSettings, type ChatbotRow } from "./chatbots.service";
+
+/** Visitor sessions last a day; then the visitor starts a new one (and no longer sees the old conversations). */
+export const VISITOR_SESSION_TTL_SECONDS = 24 * 60 * 60;
+
+export interface VisitorSession {
+  chatbotId: string;
+  visitorId: string;
+  /** For members-only chatbots: the signed-in member the session was issued to. */
+  userId: string | null;
+  expiresAt: number;
+}
+
+/** A deployed chatbot, else 404: an undeployed chatbot has no public surface at all. */
+export async function getDeployedChatbot(env: Env, chatbotId: string): Promise<ChatbotRow> {
+  const rows = await database(env).select().from(chatbots).where(eq(chatbots.id, chatbotId)).limit(1);
+  if (!rows[0] || !rows[0].deployed) throw notFound("chatbot");
+  return rows[0];
+}
+
+export function accessOf(row: ChatbotRow): AccessSettings {
+  return parseObject<AccessSettings>(row.access);
+}
+
+/** When the chatbot names allowed origins, a request must come from one of them. */
+export function assertOriginAllowed(row: ChatbotRow, origin: string | undefined): void {
+  const allowed = accessOf(row).allowed_origins ?? [];
+  if (allowed.length === 0) return;
+  if (!origin || !allowed.includes(origin.replace(/\/$/, ""))) throw new AppError("forbidden", "this site may not use the chatbot");
+}
+
+/** Changes when the access mode or password changes, so earlier sessions stop working. */
+async function accessStamp(row: ChatbotRow): Promise<string> {
+  const access = accessOf(row);
+  return (await sha256Hex(`${access.mode ?? "public"}|${access.password_hash ?? ""}`)).slice(0, 16);
+}
+
+function signingKey(env: Env): string {
+  return `visitor-session|${requireSecret(env, "JWT_SECRET")}`;
+}
+
+export async function issueVisitorSession(env: Env, row: ChatbotRow, userId: string | null): Promise<{ token: string; session: VisitorSession }> {
+  const session: VisitorSession = { chatbotId: row.id, visitorId: newId(), userId, expiresAt: Math.floor(Date.now() / 1000) + VISITOR_SESSION_TTL_SECONDS };
+  const payload = ["vs1", session.chatbotId, session.visitorId, userId ?? "-", await accessStamp(row), String(session.expiresAt)].join(".");
+  return { token: `${payload}.${await hmacSha256Hex(signingKey(env), payload)}`, session };
+}
+
+const sessionRequired = (): AppError => new AppError("unauthorized", "a valid visitor session is required: POST /chatbots/deployed/{chatbot_id}/session");
+
+/** Verifies a visitor session token for this chatbot: signature, expiry, and the current access settings. */
+export async function verifyVisitorSession(env: Env, row: ChatbotRow, token: string): Promise<VisitorSession> {
+  const parts = token.split(".");
+  if (parts.length !== 7 || parts[0] !== "vs1") throw sessionRequired();
+  const payload = parts.slice(0, 6).join(".");
+  const expected = await hmacSha256Hex(signingKey(env), payload);
+  if (!timingSafeEqual(expected, parts[6])) throw sessionRequired();
+  const [, chatbotId, visitorId, userId, stamp, expires] = parts;
+  const expiresAt = Number(expires);
+  if (chatbotId !== row.id || !Number.isFinite(expiresAt) || expiresAt < Date.now() / 1000 || stamp !== (await accessStamp(row))) throw sessionRequired();
+  const session: VisitorSession = { chatbotId, visitorId, userId: userId === "-" ? null : userId, expiresAt };
+  if (accessOf(row).mode === "members") {
+    if (!session.userId) throw sessionRequired();
+    // A member removed or suspended since the session was issued loses access at once.
+    const member = await database(env).select({ orgId: users.orgId, suspended: users.suspended }).from(users).where(eq(users.id, session.userId)).limit(1);
+    if (!member[0] || member[0].suspended || member[0].orgId !== row.orgId) throw sessionRequired();
+  }
+  return session;
+}
+
+/**
+ * Counts one request against `key` in the current one-minute window; over `limit` answers 429.
+ * One atomic upsert, so concurrent requests cannot slip past the count.
+ */
+export async function consumeRateLimit(env: Env, key: string, limit: number): Promise<void> {
+  const window = Math.floor(Date.now() / 60_000);
+  const row = await env.DB.prepare(
+    `INSERT INTO chatbot_rate_limits (key, window_start, count) VALUES (?1, ?2, 1)
+     ON CONFLICT(key) DO UPDATE SET count = CASE WHEN window_start = ?2 THEN count + 1 ELSE 1 END, window_start = ?2
+     RETURNING count`,
+  )
+    .bind(key, window)
+    .first<{ count: number }>();
+  if ((row?.count ?? 0) > limit) throw new AppError("rate_limited", "too many requests to this chatbot: try again in a minute");
+}
+
+export function visitorRateLimit(row: ChatbotRow): number {
+  return accessOf(row).rate_limit_per_minute ?? DEFAULT_RATE_LIMIT_PER_MINUTE;
+}
