@@ -79,6 +79,12 @@ type Row = Record<string, SqlStorageValue>;
 const ATTACHMENT_TEXT_CAP = 20_000;
 
 /**
+ * Conversation order: each answer right after the message it answers. Storage order differs
+ * (a message arriving while another is answered is stored before that answer).
+ */
+const TURN_ORDER = "COALESCE(u.seq, m.seq)";
+
+/**
  * One conversation: its messages and attachments in its own SQLite, and the order in which its
  * turns are answered. A user message is written the moment it arrives (so concurrent messages
  * keep their arrival order and none is lost); its answer starts only when every earlier turn has
@@ -132,7 +138,9 @@ export class ConversationObject extends DurableObject<Env> {
     // A Worker that dies mid-answer must not block the conversation forever.
     turn.timer = setTimeout(() => this.finish(userMessageId, { content: "", status: "failed", sources: [], followUpQuestions: [], answeredBy: null, error: "the answer took too long" }), input.turnTimeoutMs);
     const earlier = this.sql
-      .exec<Row>("SELECT role, content FROM messages WHERE seq < (SELECT seq FROM messages WHERE id = ?) AND status = 'complete' AND content != '' ORDER BY seq", userMessageId)
+      .exec<Row>(`SELECT m.role, m.content FROM messages m LEFT JOIN messages u ON u.id = m.reply_to
+        WHERE ${TURN_ORDER} < (SELECT seq FROM messages WHERE id = ?) AND m.status = 'complete' AND m.content != ''
+        ORDER BY ${TURN_ORDER}, m.role = 'assistant'`, userMessageId)
       .toArray()
       .map((row): HistoryTurn => ({ role: row.role === "assistant" ? "assistant" : "user", content: String(row.content) }));
     const attachments = this.sql.exec<Row>("SELECT name, text FROM attachments WHERE text != '' ORDER BY created_at").toArray().map((row) => ({ name: String(row.name), text: String(row.text) }));
@@ -183,7 +191,7 @@ export class ConversationObject extends DurableObject<Env> {
   }
 
   async read(): Promise<{ messages: StoredMessage[]; attachments: StoredAttachment[] }> {
-    const messages = this.sql.exec<Row>("SELECT * FROM messages ORDER BY seq").toArray().map(toMessage);
+    const messages = this.sql.exec<Row>(`SELECT m.* FROM messages m LEFT JOIN messages u ON u.id = m.reply_to ORDER BY ${TURN_ORDER}, m.role = 'assistant'`).toArray().map(toMessage);
     const attachments = this.sql
       .exec<Row>("SELECT id, name, mime_type, size, object_key, created_at FROM attachments ORDER BY created_at")
       .toArray()
