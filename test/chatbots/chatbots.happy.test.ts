@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bearer, form, json, seedOrg } from "../helpers";
+import { TELEPHONY_TOKEN, WORKSPACE_BOT_TOKEN, WORKSPACE_SIGNING, signTelephony, signWorkspace } from "./webhook-signing";
 import { KB_SOURCE, body, chatbotApp, createChatbot, deployPublic, run, sseEvents } from "./harness";
 
 describe("chatbots: records", () => {
@@ -307,5 +308,57 @@ describe("chatbots: deployment and the public surface", () => {
     expect((await app.request("/chatbots/update/deployment", form({ chatbot_id: id, greeting: "Edited" }, bearer(member.token)))).status).toBe(200);
     const extension = await body(await app.request("/chatbots/browser-extension-chatbots", { headers: t }));
     expect(extension).toMatchObject({ status: "success", chatbots: [{ _id: id }] });
+  });
+});
+
+describe("chatbots: inbound webhooks", () => {
+  it("telephony: a signed SMS is answered in the provider's XML, in the caller's own conversation", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await app.request("/chatbots/update/telephony", form({ chatbot_id: id, auth_token: TELEPHONY_TOKEN, phone_number: "+15550001111", enabled: "true" }, bearer(org.owner.token)));
+    const url = `http://loom.test/chatbots/webhooks/telephony/${id}`;
+    const send = async (params: Record<string, string>) => {
+      const signature = await signTelephony(TELEPHONY_TOKEN, url, params);
+      return app.request(`/chatbots/webhooks/telephony/${id}`, form(params, { "x-telephony-signature": signature }));
+    };
+    const res = await send({ From: "+15559998888", To: "+15550001111", Body: "Opening hours <today>?", MessageSid: "SM1" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/xml");
+    expect(await res.text()).toBe('<?xml version="1.0" encoding="UTF-8"?><Response><Message>Answer to Opening hours &lt;today&gt;? (after 0 messages)</Message></Response>');
+    const next = await send({ From: "+15559998888", To: "+15550001111", Body: "Thanks", MessageSid: "SM2" });
+    expect(await next.text()).toContain("Answer to Thanks (after 2 messages)");
+
+    const call = await send({ From: "+15559998888", To: "+15550001111", CallSid: "CA1", SpeechResult: "hello" });
+    expect(await call.text()).toMatch(/<Say>Answer to hello \(after 4 messages\)<\/Say><Gather input="speech"/);
+  });
+
+  it("chat workspace: answers the URL verification challenge, and replies to a message through the web API", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await app.request("/chatbots/update/chatworkspace", form({ chatbot_id: id, team_id: "T1", signing_secret: WORKSPACE_SIGNING, bot_token: WORKSPACE_BOT_TOKEN, api_base_url: "https://workspace.example/api", enabled: "true" }, bearer(org.owner.token)));
+    const post = async (payload: unknown) => {
+      const raw = JSON.stringify(payload);
+      const ts = Math.floor(Date.now() / 1000);
+      return app.request(`/chatbots/webhooks/chatworkspace/${id}`, { method: "POST", headers: { "content-type": "application/json", "x-chatworkspace-request-timestamp": String(ts), "x-chatworkspace-signature": await signWorkspace(WORKSPACE_SIGNING, ts, raw) }, body: raw });
+    };
+    const challenge = await post({ type: "url_verification", challenge: "abc123" });
+    expect(await body(challenge)).toEqual({ challenge: "abc123" });
+
+    const event = await post({ type: "event_callback", team_id: "T1", event_id: "Ev1", event: { type: "app_mention", text: "<@U0BOT> what's new?", user: "U1", channel: "C1", ts: "1700000000.0001" } });
+    expect(await body(event)).toEqual({ ok: true });
+    await app.settle();
+    expect(app.recorded.fetches).toHaveLength(1);
+    const sent = app.recorded.fetches[0];
+    expect(sent.url).toBe("https://workspace.example/api/chat.postMessage");
+    expect(new Headers(sent.init?.headers).get("authorization")).toBe(`Bearer ${WORKSPACE_BOT_TOKEN}`);
+    expect(JSON.parse(String(sent.init?.body))).toEqual({ channel: "C1", text: "Answer to what's new? (after 0 messages)", thread_ts: "1700000000.0001" });
+
+    // The bot's own messages are not answered (that would loop).
+    const own = await post({ type: "event_callback", team_id: "T1", event_id: "Ev2", event: { type: "message", text: "Answer", bot_id: "B1", channel: "C1", ts: "1700000000.0002" } });
+    expect(await body(own)).toEqual({ ok: true, ignored: true });
+    await app.settle();
+    expect(app.recorded.fetches).toHaveLength(1);
   });
 });

@@ -1,0 +1,260 @@
+import { describe, expect, it } from "vitest";
+import { bearer, call, form, json, seedOrg } from "../helpers";
+import { body, chatbotApp, createChatbot, deployPublic, run } from "./harness";
+import { TELEPHONY_TOKEN, WORKSPACE_BOT_TOKEN, WORKSPACE_SIGNING, signTelephony, signWorkspace } from "./webhook-signing";
+
+describe("chatbots: authentication", () => {
+  it("Group A answers the three 401 bodies; Group B answers 401 with detail", async () => {
+    expect(await body(await call("/v1/chatbots"))).toEqual({ error: "Missing authorization header" });
+    const badFormat = await call("/v1/chatbot/0123456789abcdef01234567/run", { method: "POST", headers: { authorization: "Token x" } });
+    expect(badFormat.status).toBe(401);
+    expect(await body(badFormat)).toEqual({ error: "Invalid authorization header format" });
+    expect(await body(await call("/v1/chatbot?id=0123456789abcdef01234567", { headers: bearer("sk_nope") }))).toEqual({ error: "Invalid API key" });
+    const groupB = await call("/chatbots/conversations");
+    expect(groupB.status).toBe(401);
+    expect(await body(groupB)).toEqual({ detail: "Not authenticated" });
+    for (const path of ["/chatbots/create", "/chatbots/deploy", "/chatbots/update/access", "/chatbots/update/telephony", "/chatbots/conversations/message/like"]) {
+      expect((await call(path, form({ chatbot_id: "0123456789abcdef01234567" }))).status).toBe(401);
+    }
+  });
+});
+
+describe("chatbots: tenancy", () => {
+  it("another organization's chatbot, conversations and settings are 404, never 403", async () => {
+    const app = chatbotApp();
+    const owner = await seedOrg();
+    const other = await seedOrg();
+    const id = await createChatbot(app, owner.owner.apiKey);
+    const answered = await run(app, owner.owner.apiKey, id, { text: "private question" });
+    const conversationId = String(answered.body.conversation_id);
+    const key = bearer(other.owner.apiKey);
+    const token = bearer(other.owner.token);
+
+    const responses = [
+      await app.request(`/v1/chatbot?id=${id}`, { headers: key }),
+      await app.request(`/v1/chatbot/${id}/run`, json({ text: "hi" }, key)),
+      await app.request(`/v1/chatbot/${id}/run`, json({ text: "hi", conversation_id: conversationId }, key)),
+      await app.request(`/v1/chatbot/${id}/terminate`, json({ conversation_id: conversationId }, key)),
+      await app.request(`/v1/chatbot/${id}`, { method: "DELETE", headers: key }),
+      await app.request(`/chatbots/${id}`, { headers: token }),
+      await app.request(`/chatbots/conversations/${conversationId}`, { headers: token }),
+      await app.request("/chatbots/conversations/update/name", form({ conversation_id: conversationId, name: "x" }, token)),
+      await app.request("/chatbots/conversations/delete", form({ conversation_id: conversationId }, token, "DELETE")),
+      await app.request("/chatbots/conversations/message/like", form({ chatbot_id: id, conversation_id: conversationId, message_id: String(answered.body.message_id), like: "true" }, token)),
+      await app.request("/chatbots/deploy", form({ chatbot_id: id }, token)),
+      await app.request(`/chatbots/undeploy/${id}`, { method: "DELETE", headers: token }),
+      await app.request("/chatbots/update/access", form({ chatbot_id: id, mode: "public" }, token)),
+      await app.request("/chatbots/update/telephony", form({ chatbot_id: id, account_sid: "x" }, token)),
+      await app.request("/chatbots/delete", form({ chatbot_id: id }, token, "DELETE")),
+    ];
+    expect(responses.map((r) => r.status)).toEqual(responses.map(() => 404));
+    expect(await body(responses[0])).toEqual({ status: "failed", error: "chatbot not found" });
+    expect(await body(responses[5])).toEqual({ detail: "chatbot not found" });
+    const list = await body(await app.request(`/v1/chatbots?include_shared=true`, { headers: key }));
+    expect(list.object_ids).toEqual([]);
+    const theirs = await body(await app.request(`/chatbots/conversations`, { headers: token }));
+    expect(theirs.conversations).toEqual([]);
+  });
+
+  it("a colleague cannot read or continue another member's conversation, nor change the chatbot", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const colleague = await org.addMember("member");
+    const id = await createChatbot(app, org.owner.apiKey);
+    const answered = await run(app, org.owner.apiKey, id, { text: "mine" });
+    const conversationId = String(answered.body.conversation_id);
+    expect((await app.request(`/chatbots/conversations/${conversationId}`, { headers: bearer(colleague.token) })).status).toBe(404);
+    expect((await run(app, colleague.apiKey, id, { text: "hijack", conversation_id: conversationId })).status).toBe(404);
+    const edit = await app.request("/chatbots/update/deployment", form({ chatbot_id: id, greeting: "x" }, bearer(colleague.token)));
+    expect(edit.status).toBe(403);
+    // The colleague may still run it in a conversation of their own.
+    expect((await run(app, colleague.apiKey, id, { text: "my own" })).status).toBe(200);
+  });
+
+  it("RBAC runners restrict who may run the chatbot", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const allowed = await org.addMember("member");
+    const other = await org.addMember("member");
+    const id = await createChatbot(app, org.owner.apiKey);
+    await app.request("/chatbots/update/rbac", form({ chatbot_id: id, runners: allowed.userId }, bearer(org.owner.token)));
+    expect((await run(app, allowed.apiKey, id, { text: "hi" })).status).toBe(200);
+    const refused = await run(app, other.apiKey, id, { text: "hi" });
+    expect(refused).toEqual({ status: 403, body: { status: "failed", error: "this chatbot's access rules do not let you run it" } });
+  });
+});
+
+describe("chatbots: the public surface", () => {
+  it("the public profile leaks nothing private (canaries in prompt, model, secrets and password)", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    await call("/admin/connections/create", form({ name: "canaryconn", kind: "openai", secret: "sk-CANARY-CONNECTION-KEY" }, bearer(org.owner.token)));
+    const id = await createChatbot(app, org.owner.apiKey, { system_prompt: "CANARY-PROMPT secret instructions", model: "canaryconn/CANARY-MODEL", knowledge_base_ids: ["e".repeat(24)] });
+    const t = bearer(org.owner.token);
+    await app.request("/chatbots/update/telephony", form({ chatbot_id: id, account_sid: "CANARY-SID", auth_token: "CANARY-TELEPHONY-TOKEN", enabled: "true" }, t));
+    await app.request("/chatbots/update/chatworkspace", form({ chatbot_id: id, signing_secret: "CANARY-SIGNING", bot_token: "CANARY-BOT-TOKEN", enabled: "true" }, t));
+    await app.request("/chatbots/update/rbac", form({ chatbot_id: id, editors: org.owner.userId }, t));
+    await deployPublic(app, org.owner.token, id, { greeting: "Hello" });
+    await app.request("/chatbots/update/access", form({ chatbot_id: id, mode: "password", password: "CANARY-PASSWORD" }, t));
+
+    const res = await app.request(`/chatbots/deployed/${id}`);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    for (const canary of ["CANARY", "canaryconn", org.owner.userId, org.orgId, "e".repeat(24), "pbkdf2", "Be brief"]) expect(text).not.toContain(canary);
+    expect(JSON.parse(text)).toMatchObject({ chatbot: { _id: id, greeting: "Hello", access: { mode: "password" } } });
+
+    // Secrets are write-only for the organization too.
+    const own = await (await app.request(`/chatbots/${id}`, { headers: t })).text();
+    for (const canary of ["CANARY-TELEPHONY-TOKEN", "CANARY-SIGNING", "CANARY-BOT-TOKEN", "CANARY-PASSWORD", "pbkdf2"]) expect(own).not.toContain(canary);
+  });
+
+  it("an unknown or undeployed chatbot has no public surface", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    for (const target of [id, "0123456789abcdef01234567"]) {
+      const profile = await app.request(`/chatbots/deployed/${target}`);
+      expect(profile.status).toBe(404);
+      expect(await body(profile)).toEqual({ detail: "chatbot not found" });
+      expect((await app.request(`/chatbots/deployed/${target}/run`, json({ text: "hi" }))).status).toBe(404);
+    }
+  });
+
+  it("visitor sessions cannot read or continue each other's conversations; forged sessions are refused", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    const otherId = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    await deployPublic(app, org.owner.token, otherId);
+    const alice = await body(await app.request(`/chatbots/deployed/${id}/run`, json({ text: "alice secret" })));
+    const bob = await body(await app.request(`/chatbots/deployed/${id}/run`, json({ text: "bob question" })));
+    const aliceSession = String(alice.visitor_session);
+    const bobSession = String(bob.visitor_session);
+    const asBob = { "x-visitor-session": bobSession };
+
+    const bobList = await body(await app.request(`/chatbots/deployed/${id}/conversations`, { headers: asBob }));
+    expect((bobList.conversations as { _id: string }[]).map((c) => c._id)).toEqual([bob.conversation_id]);
+    expect((await app.request(`/chatbots/deployed/${id}/conversations/${String(alice.conversation_id)}`, { headers: asBob })).status).toBe(404);
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "peek", conversation_id: alice.conversation_id }, asBob))).status).toBe(404);
+    const like = await app.request("/chatbots/deployed/conversations/message/like", form({ chatbot_id: id, conversation_id: String(alice.conversation_id), message_id: String(alice.message_id), like: "true" }, asBob));
+    expect(like.status).toBe(404);
+    // Nor does the organization's own listing show visitors' conversations as the owner's.
+    const ownerList = await body(await app.request(`/chatbots/conversations`, { headers: bearer(org.owner.token) }));
+    expect(ownerList.conversations).toEqual([]);
+
+    const [head, sig] = [aliceSession.slice(0, aliceSession.lastIndexOf(".")), aliceSession.slice(aliceSession.lastIndexOf(".") + 1)];
+    const tampered = head.replace(/\.vs1|[0-9a-f]{24}(?=\.[^.]+\.[^.]+\.[^.]+$)/, "f".repeat(24)) + "." + sig;
+    for (const forged of [tampered, `${head}.${"0".repeat(64)}`, "vs1.garbage", bobSession.slice(0, -1) + (bobSession.endsWith("0") ? "1" : "0")]) {
+      const res = await app.request(`/chatbots/deployed/${id}/conversations`, { headers: { "x-visitor-session": forged } });
+      expect(res.status).toBe(401);
+    }
+    // A session for one chatbot does not open another.
+    expect((await app.request(`/chatbots/deployed/${otherId}/conversations`, { headers: { "x-visitor-session": aliceSession } })).status).toBe(401);
+  });
+
+  it("changing the password ends earlier sessions; a wrong password gets no session", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    await app.request("/chatbots/update/access", form({ chatbot_id: id, mode: "password", password: "first password" }, bearer(org.owner.token)));
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }))).status).toBe(401);
+    const wrong = await app.request(`/chatbots/deployed/${id}/session`, json({ password: "guess" }));
+    expect(wrong.status).toBe(401);
+    expect(await body(wrong)).toEqual({ detail: "wrong or missing password for this chatbot" });
+    const session = String((await body(await app.request(`/chatbots/deployed/${id}/session`, json({ password: "first password" })))).visitor_session);
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, { "x-visitor-session": session }))).status).toBe(200);
+    await app.request("/chatbots/update/access", form({ chatbot_id: id, password: "second password" }, bearer(org.owner.token)));
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, { "x-visitor-session": session }))).status).toBe(401);
+  });
+
+  it("members-only chatbots refuse anonymous visitors and other organizations' members", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const stranger = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    await app.request("/chatbots/update/access", form({ chatbot_id: id, mode: "members" }, bearer(org.owner.token)));
+    expect((await app.request(`/chatbots/deployed/${id}/session`, { method: "POST" })).status).toBe(401);
+    expect((await app.request(`/chatbots/deployed/${id}/session`, { method: "POST", headers: bearer(stranger.owner.token) })).status).toBe(403);
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }))).status).toBe(401);
+  });
+
+  it("allowed origins: other sites are refused; the rate limit answers 429", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    await app.request("/chatbots/update/access", form({ chatbot_id: id, allowed_origins: "https://shop.example", rate_limit_per_minute: "2" }, bearer(org.owner.token)));
+    const evil = await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, { origin: "https://evil.example" }));
+    expect(evil.status).toBe(403);
+    expect(await body(evil)).toEqual({ detail: "this site may not use the chatbot" });
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }))).status).toBe(403);
+
+    const site = { origin: "https://shop.example" };
+    const first = await body(await app.request(`/chatbots/deployed/${id}/run`, json({ text: "one" }, site)));
+    const session = { ...site, "x-visitor-session": String(first.visitor_session) };
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "two" }, session))).status).toBe(200);
+    const third = await app.request(`/chatbots/deployed/${id}/run`, json({ text: "three" }, session));
+    expect(third.status).toBe(429);
+    expect(await body(third)).toEqual({ detail: "too many requests to this chatbot: try again in a minute" });
+  });
+});
+
+describe("chatbots: webhook signatures", () => {
+  it("telephony: unsigned, wrongly signed and replayed requests are refused", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await app.request("/chatbots/update/telephony", form({ chatbot_id: id, auth_token: TELEPHONY_TOKEN, enabled: "true" }, bearer(org.owner.token)));
+    const path = `/chatbots/webhooks/telephony/${id}`;
+    const params = { From: "+15551112222", Body: "hi", MessageSid: "SM9" };
+    const unsigned = await app.request(path, form(params));
+    expect(unsigned.status).toBe(401);
+    expect(await body(unsigned)).toEqual({ detail: "missing request signature" });
+    const wrongKey = await signTelephony("not-the-token", `http://loom.test${path}`, params);
+    expect((await app.request(path, form(params, { "x-telephony-signature": wrongKey }))).status).toBe(401);
+    const good = await signTelephony(TELEPHONY_TOKEN, `http://loom.test${path}`, params);
+    const altered = await app.request(path, form({ ...params, Body: "changed" }, { "x-telephony-signature": good }));
+    expect(altered.status).toBe(401);
+    expect((await app.request(path, form(params, { "x-telephony-signature": good }))).status).toBe(200);
+    const replay = await app.request(path, form(params, { "x-telephony-signature": good }));
+    expect(replay.status).toBe(409);
+    expect(app.recorded.answers).toHaveLength(1);
+    // A chatbot without telephony enabled has no webhook.
+    const plain = await createChatbot(app, org.owner.apiKey);
+    expect((await app.request(`/chatbots/webhooks/telephony/${plain}`, form(params, { "x-telephony-signature": good }))).status).toBe(404);
+  });
+
+  it("chat workspace: unsigned, stale, wrongly signed and replayed requests are refused", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await app.request("/chatbots/update/chatworkspace", form({ chatbot_id: id, signing_secret: WORKSPACE_SIGNING, bot_token: WORKSPACE_BOT_TOKEN, enabled: "true" }, bearer(org.owner.token)));
+    const path = `/chatbots/webhooks/chatworkspace/${id}`;
+    const raw = JSON.stringify({ type: "event_callback", event_id: "EvX", event: { type: "message", text: "hello", channel: "C9", ts: "1.0" } });
+    const send = (headers: Record<string, string>, payload = raw) => app.request(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: payload });
+    const now = Math.floor(Date.now() / 1000);
+
+    const unsigned = await send({});
+    expect(unsigned.status).toBe(401);
+    expect(await body(unsigned)).toEqual({ detail: "missing request signature or timestamp" });
+    const staleTs = now - 600;
+    const stale = await send({ "x-chatworkspace-request-timestamp": String(staleTs), "x-chatworkspace-signature": await signWorkspace(WORKSPACE_SIGNING, staleTs, raw) });
+    expect(await body(stale)).toEqual({ detail: "stale request timestamp" });
+    const wrong = await send({ "x-chatworkspace-request-timestamp": String(now), "x-chatworkspace-signature": await signWorkspace("other-secret", now, raw) });
+    expect(await body(wrong)).toEqual({ detail: "invalid request signature" });
+    const headers = { "x-chatworkspace-request-timestamp": String(now), "x-chatworkspace-signature": await signWorkspace(WORKSPACE_SIGNING, now, raw) };
+    expect((await send(headers, raw.replace("hello", "HELLO"))).status).toBe(401);
+    // The challenge is answered only to signed requests too.
+    const challenge = JSON.stringify({ type: "url_verification", challenge: "c" });
+    expect((await send({ "x-chatworkspace-request-timestamp": String(now), "x-chatworkspace-signature": "v0=00" }, challenge)).status).toBe(401);
+
+    expect((await send(headers)).status).toBe(200);
+    const replay = await send(headers);
+    expect(replay.status).toBe(409);
+    await app.settle();
+    expect(app.recorded.fetches).toHaveLength(1);
+  });
+});
