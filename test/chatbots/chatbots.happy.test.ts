@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { bearer, form, json, seedOrg } from "../helpers";
 import { TELEPHONY_TOKEN, WORKSPACE_BOT_TOKEN, WORKSPACE_SIGNING, signTelephony, signWorkspace } from "./webhook-signing";
+import { conversationNameFrom, countTokens, cutHistory } from "../../src/features/chatbots/history-budget";
 import { KB_SOURCE, body, chatbotApp, createChatbot, deployPublic, run, sseEvents } from "./harness";
 
 describe("chatbots: records", () => {
@@ -360,5 +361,31 @@ describe("chatbots: inbound webhooks", () => {
     expect(await body(own)).toEqual({ ok: true, ignored: true });
     await app.settle();
     expect(app.recorded.fetches).toHaveLength(1);
+  });
+});
+
+describe("chatbots: embedding and history budget", () => {
+  it("answers CORS preflights for the public routes and exposes the visitor session header", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    const preflight = await app.request(`/chatbots/deployed/${id}/run`, { method: "OPTIONS", headers: { origin: "https://shop.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type,x-visitor-session" } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("https://shop.example");
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("x-visitor-session");
+    const ran = await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, { origin: "https://shop.example" }));
+    expect(ran.headers.get("access-control-expose-headers")).toContain("x-visitor-session");
+  });
+
+  it("cuts history to the token budget, newest turns kept, never splitting a message", () => {
+    const turns = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 === 0 ? ("user" as const) : ("assistant" as const), content: `turn ${i} ${"word ".repeat(20)}` }));
+    expect(countTokens("Hello, world!")).toBe(4);
+    const kept = cutHistory(turns, 3 * (countTokens(turns[0].content) + 4));
+    expect(kept.map((t) => t.content.split(" ")[1])).toEqual(["7", "8", "9"]);
+    expect(cutHistory(turns, 5)).toEqual([]);
+    expect(cutHistory(turns, 1_000_000)).toHaveLength(10);
+    expect(conversationNameFrom("  First line\nsecond")).toBe("First line");
+    expect(conversationNameFrom("x".repeat(100)).length).toBeLessThanOrEqual(61);
   });
 });

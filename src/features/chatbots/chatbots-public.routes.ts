@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import { cors } from "hono/cors";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
 import { AppError } from "../../lib/errors";
@@ -60,6 +61,12 @@ const showsSources = (row: ChatbotRow): boolean => parseObject<DeploymentSetting
 
 export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, services: ChatbotServicesFactory): void {
   const pub = { group: "B", auth: "none", tags: ["Deployed chatbots"] } as const;
+
+  // Embedding sites call these from the browser. CORS lets any origin ask; each route then checks
+  // the chatbot's own allowed origins, so the answer to a refused site is a 403, not a silent block.
+  const embedding = cors({ origin: (origin) => origin, allowMethods: ["GET", "POST", "OPTIONS"], allowHeaders: ["content-type", "authorization", SESSION_HEADER], exposeHeaders: [SESSION_HEADER], maxAge: 600 });
+  app.use("/chatbots/deployed/*", embedding);
+  app.use("/chatbots/upload", embedding);
 
   defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id", summary: "A deployed chatbot's public profile (no auth); nothing private", params: ChatbotIdParams, responses: { 404: "Unknown or undeployed chatbot" } }, async (c, { params }) =>
     c.json({ status: "success", chatbot: publicProfile(await getDeployedChatbot(c.env, params.chatbot_id)) }),
