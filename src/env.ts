@@ -14,6 +14,9 @@ export interface Env {
   JWT_SECRET?: string;
   /** Encrypts connection and integration secrets at rest. A secret. */
   ENCRYPTION_KEY?: string;
+
+  /** Login attempts per account (optional: without it, logins are not throttled). */
+  LOGIN_LIMITER?: RateLimit;
 }
 
 /** Who is calling, established by the auth middleware. */
