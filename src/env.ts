@@ -17,6 +17,8 @@ export interface Env {
 
   /** One ConversationObject per chatbot conversation: its messages, answered in arrival order. */
   CONVERSATIONS: DurableObjectNamespace<import("./durable-objects/conversation-object").ConversationObject>;
+  /** Login attempts per account (optional: without it, logins are not throttled). */
+  LOGIN_LIMITER?: RateLimit;
 }
 
 /** Who is calling, established by the auth middleware. */
