@@ -111,7 +111,7 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
         orgId: chatbot.orgId,
         userId: chatbot.ownerId,
         pipelineId: chatbot.pipelineId,
-        inputs: { [inputName]: run.text, history: turn.history },
+        inputs: { [inputName]: run.text },
         signal: controller.signal,
       });
       const outputName = chatbot.pipelineOutput ?? Object.keys(outputs)[0];
