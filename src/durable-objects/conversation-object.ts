@@ -117,7 +117,8 @@ export class ConversationObject extends DurableObject<Env> {
       id TEXT PRIMARY KEY, name TEXT NOT NULL, mime_type TEXT NOT NULL, size INTEGER NOT NULL,
       object_key TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL
     )`);
-    // Turns in flight live in memory; after a restart nobody is waiting for them any more.
+    // Turns live in memory; after a restart nobody waits on them. A Worker still producing an
+    // answer may yet complete its turn (see awaitingReply); until then the message reads as interrupted.
     this.sql.exec("UPDATE messages SET status = 'failed', error = 'interrupted' WHERE status = 'pending'");
   }
 
@@ -150,24 +151,34 @@ export class ConversationObject extends DurableObject<Env> {
   /** Whether the turn should keep generating (false once terminated). */
   async proceed(turnId: string): Promise<boolean> {
     const turn = this.turns.get(turnId);
-    return turn !== undefined && !turn.terminated;
+    if (turn) return !turn.terminated;
+    // Not in memory: the object restarted mid-answer. Keep going unless the turn was already closed.
+    return this.awaitingReply(turnId);
   }
 
   /** Stores the answer and lets the next turn proceed. Answers the stored assistant message id. */
   async complete(turnId: string, input: CompleteInput): Promise<{ ok: boolean; messageId: string | null }> {
     const turn = this.turns.get(turnId);
-    if (!turn) return { ok: false, messageId: null };
-    const status = turn.terminated && input.status === "complete" ? "terminated" : input.status;
+    if (!turn && !this.awaitingReply(turnId)) return { ok: false, messageId: null };
+    const status = turn?.terminated && input.status === "complete" ? "terminated" : input.status;
     return { ok: true, messageId: this.finish(turnId, { ...input, status }) };
+  }
+
+  /** A stored user message with no answer yet (its turn may have been lost to a restart). */
+  private awaitingReply(turnId: string): boolean {
+    const row = this.sql
+      .exec<Row>("SELECT (SELECT COUNT(*) FROM messages WHERE reply_to = ?) AS replies FROM messages WHERE id = ? AND role = 'user'", turnId, turnId)
+      .toArray()[0];
+    return row !== undefined && Number(row.replies) === 0;
   }
 
   private finish(turnId: string, input: CompleteInput): string | null {
     const turn = this.turns.get(turnId);
-    if (!turn) return null;
+    if (!turn && !this.awaitingReply(turnId)) return null;
     this.turns.delete(turnId);
-    if (turn.timer) clearTimeout(turn.timer);
+    if (turn?.timer) clearTimeout(turn.timer);
     const messageId = newId();
-    this.sql.exec("UPDATE messages SET status = ? WHERE id = ?", input.status === "complete" ? "complete" : input.status, turnId);
+    this.sql.exec("UPDATE messages SET status = ?, error = NULL WHERE id = ?", input.status, turnId);
     this.sql.exec(
       "INSERT INTO messages (id, role, content, status, sources, follow_up_questions, answered_by, error, reply_to, created_at) VALUES (?, 'assistant', ?, ?, ?, ?, ?, ?, ?, ?)",
       messageId,
@@ -180,7 +191,7 @@ export class ConversationObject extends DurableObject<Env> {
       turnId,
       new Date().toISOString(),
     );
-    turn.release();
+    turn?.release();
     return messageId;
   }
 
