@@ -2,7 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ConversationObject, type BeginResult } from "../../src/durable-objects/conversation-object";
 
-const done = { sources: [], followUpQuestions: [], answeredBy: "test", error: null } as const;
+const done = { sources: [], followUpQuestions: [], answeredBy: "test", error: null };
 
 describe("ConversationObject", () => {
   it("keeps an answer completed after the object restarted mid-turn, and lets the conversation go on", async () => {
