@@ -121,7 +121,7 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
       if (text) await onPiece(text);
     } else {
       const options = parseObject<{ top_k?: number; score_cutoff?: number }>(chatbot.queryOptions);
-      sources = await services.queryKnowledgeBases({ orgId: chatbot.orgId, knowledgeBaseIds: knowledgeBaseIdsOf(chatbot), query: run.text, topK: options.top_k ?? 5, scoreCutoff: options.score_cutoff ?? null });
+      sources = await services.queryKnowledgeBases({ orgId: chatbot.orgId, userId: chatbot.ownerId, knowledgeBaseIds: knowledgeBaseIdsOf(chatbot), query: run.text, topK: options.top_k ?? 5, scoreCutoff: options.score_cutoff ?? null });
       const events = services.answer({
         orgId: chatbot.orgId,
         model: chatbot.model,

@@ -28,6 +28,8 @@ export type AnswerEvent = { type: "text"; text: string } | { type: "done"; text:
 
 export interface KnowledgeQuery {
   orgId: string;
+  /** The chatbot's owner: knowledge bases are read with the owner's rights, visitors have none. */
+  userId: string;
   knowledgeBaseIds: string[];
   query: string;
   topK: number;
