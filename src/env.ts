@@ -14,6 +14,15 @@ export interface Env {
   JWT_SECRET?: string;
   /** Encrypts connection and integration secrets at rest. A secret. */
   ENCRYPTION_KEY?: string;
+
+  /** Dynamic Worker loader: transformations run in a Worker with no bindings and no network. */
+  LOADER?: WorkerLoader;
+  /** "inline" runs transformations in this Worker even where a loader exists. */
+  SANDBOX_PLACEMENT?: string;
+  /** Transformation limits (see src/sandbox/sandbox.ts); unset means the defaults. */
+  SANDBOX_FUEL?: string;
+  SANDBOX_MEMORY_BYTES?: string;
+  SANDBOX_OUTPUT_BYTES?: string;
 }
 
 /** Who is calling, established by the auth middleware. */
