@@ -43,7 +43,7 @@ function guestError(context: QuickJSContext, handle: QuickJSHandle, phase: "pars
   const message = shape.message ?? "";
   if (/out of memory/i.test(message)) return failure("memory", "transformation exceeded its memory limit");
   if (/stack overflow|call stack/i.test(message)) return failure("stack", "transformation exceeded its stack limit");
-  if (phase === "parse" && name === "SyntaxError") return failure("syntax", `function source does not parse: ${truncate(message)}`);
+  if (phase === "parse" && name === "SyntaxError") return failure("syntax", `function source does not parse: ${truncate(`${name}: ${message}`)}`);
   return failure("runtime", `transformation raised an error: ${truncate(`${name}: ${message}`)}`);
 }
 
