@@ -112,6 +112,8 @@ export interface MicroPythonOptions {
 }
 export interface MicroPython {
   runPython(code: string): unknown;
+  /** Deep conversion of a Python list, tuple or dict proxy to plain JavaScript; other values pass through. */
+  PyProxy: { toJs(value: unknown): unknown };
   globals: { get(key: string): unknown; set(key: string, value: unknown): void };
 }
 export function loadMicroPython(options: MicroPythonOptions): Promise<MicroPython>;

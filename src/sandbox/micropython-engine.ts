@@ -7,7 +7,12 @@ const INITIAL_HEAP_BYTES = 1024 * 1024;
 /** Compiles the user's source, reporting only syntax errors; runs nothing. */
 const COMPILE = `__loom_code = compile(__loom_src, "transformation.py", "exec")`;
 
-/** Runs the compiled module in its own namespace, then calls the function with the inputs as keyword arguments. */
+/**
+ * Runs the compiled module in its own namespace, then calls the function with the inputs as
+ * keyword arguments. The result is handed to the host as a Python object and converted there:
+ * MicroPython's json.dumps spends about a hundred fuel units per character (and prints sets
+ * and NaN as invalid JSON), which would make large but honest outputs run out of budget.
+ */
 const CALL = `
 import json as __loom_json
 __loom_ns = {"__name__": "transformation"}
@@ -17,15 +22,23 @@ if not callable(__loom_f):
     __loom_state = "missing"
 else:
     __loom_r = __loom_f(**__loom_json.loads(__loom_in))
-    if not isinstance(__loom_r, dict):
-        __loom_state = "not_object"
-    else:
-        try:
-            __loom_out = __loom_json.dumps(__loom_r)
-            __loom_state = "ok"
-        except Exception:
-            __loom_state = "not_json"
+    __loom_state = "ok" if isinstance(__loom_r, dict) else "not_object"
 `;
+
+/** Serializes a converted result if it is plain JSON (no leftover Python objects, no NaN), else undefined. */
+export function plainJson(value: unknown): string | undefined {
+  const isPlain = (v: unknown, depth: number): boolean => {
+    if (depth > 256) return false;
+    if (v === null || typeof v === "string" || typeof v === "boolean") return true;
+    if (typeof v === "number") return Number.isFinite(v);
+    if (Array.isArray(v)) return v.every((item) => isPlain(item, depth + 1));
+    if (typeof v !== "object") return false;
+    const proto = Object.getPrototypeOf(v) as unknown;
+    if (proto !== Object.prototype && proto !== null) return false;
+    return Object.values(v as Record<string, unknown>).every((item) => isPlain(item, depth + 1));
+  };
+  return isPlain(value, 0) ? JSON.stringify(value) : undefined;
+}
 
 /** Whether the source defines `name` at its top level (a `def`, or an assignment such as a lambda). */
 export function declaresPythonFunction(source: string, name: string): boolean {
@@ -98,8 +111,8 @@ async function runPythonAlone(task: SandboxTask, wasm: WebAssembly.Module): Prom
     const state = python.globals.get("__loom_state");
     if (state === "missing") return failure("missing_function", `function_name '${task.functionName}' is not defined in the function source`);
     if (state !== "ok") return failure("not_json", "transformation must return a JSON object");
-    const text = python.globals.get("__loom_out");
-    if (typeof text !== "string") return failure("not_json", "transformation must return a JSON object");
+    const text = plainJson(python.PyProxy.toJs(python.globals.get("__loom_r")));
+    if (text === undefined) return failure("not_json", "transformation must return a JSON object");
     if (text.length > task.limits.outputBytes) return failure("output_too_large", `transformation output exceeds ${task.limits.outputBytes} bytes`);
     return { ok: true, outputJson: text };
   } catch (error) {

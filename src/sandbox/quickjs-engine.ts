@@ -41,7 +41,7 @@ function guestError(context: QuickJSContext, handle: QuickJSHandle, phase: "pars
   const shape: ErrorShape = typeof dumped === "object" && dumped !== null ? (dumped as ErrorShape) : { message: String(dumped) };
   const name = shape.name ?? "Error";
   const message = shape.message ?? "";
-  if (/out of memory/i.test(message)) return failure("memory", "transformation exceeded its memory limit");
+  if (/out of memory|string too long/i.test(message)) return failure("memory", "transformation exceeded its memory limit");
   if (/stack overflow|call stack/i.test(message)) return failure("stack", "transformation exceeded its stack limit");
   if (phase === "parse" && name === "SyntaxError") return failure("syntax", `function source does not parse: ${truncate(`${name}: ${message}`)}`);
   return failure("runtime", `transformation raised an error: ${truncate(`${name}: ${message}`)}`);

@@ -140,7 +140,7 @@ describe("transformations: happy paths", () => {
     const js = await runTask({ kind: "run", language: "javascript", source: DOUBLE_JS, functionName: "double", inputsJson: '{"x":3}', limits: DEFAULT_LIMITS }, wasm);
     const py = await runTask({ kind: "run", language: "python", source: DOUBLE_PY, functionName: "double", inputsJson: '{"x":3}', limits: DEFAULT_LIMITS }, wasm);
     expect(js).toEqual({ ok: true, outputJson: '{"y":6}' });
-    expect(py).toEqual({ ok: true, outputJson: '{"y": 6}' });
+    expect(py).toEqual({ ok: true, outputJson: '{"y":6}' });
     const loop = await runTask({ kind: "run", language: "python", source: "def f():\n    while True: pass\n", functionName: "f", inputsJson: "{}", limits: DEFAULT_LIMITS }, wasm);
     expect(loop).toEqual({ ok: false, failure: "fuel", message: "transformation exceeded its instruction budget" });
   });
