@@ -1,5 +1,5 @@
 import { loadMicroPython } from "./generated/micropython.mjs";
-import { SETUP_FUEL, failure, hostFault, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
+import { SETUP_FUEL, chargeHostCalls, failure, hostFault, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
 
 /** MicroPython's initial garbage-collected heap; it grows (through the capped hook below) as needed. */
 const INITIAL_HEAP_BYTES = 1024 * 1024;
@@ -90,7 +90,7 @@ async function runPythonAlone(task: SandboxTask, wasm: WebAssembly.Module): Prom
         const cap = task.limits.memoryBytes;
         // Refusing growth makes malloc fail, which MicroPython reports as MemoryError.
         env.emscripten_resize_heap = (bytes: number) => ((bytes >>> 0) > cap ? 0 : grow(bytes));
-        const instance = new WebAssembly.Instance(wasm, imports);
+        const instance = new WebAssembly.Instance(wasm, chargeHostCalls(imports, () => fuel));
         fuel = instance.exports as unknown as FuelExports;
         fuel.loom_set_fuel(SETUP_FUEL);
         done(instance, wasm);

@@ -1,6 +1,6 @@
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle } from "quickjs-emscripten-core";
 import releaseSync from "@jitl/quickjs-wasmfile-release-sync";
-import { SETUP_FUEL, failure, hostFault, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
+import { SETUP_FUEL, chargeHostCalls, failure, hostFault, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
 
 /**
  * Runs after the user's script, as a second script, so the user's top-level declarations are
@@ -59,7 +59,7 @@ export async function runJavaScript(task: SandboxTask, wasm: WebAssembly.Module)
   const variant = newVariant(releaseSync, {
     emscriptenModule: {
       instantiateWasm(imports: WebAssembly.Imports, onSuccess: (instance: WebAssembly.Instance) => void): WebAssembly.Exports {
-        const instance = new WebAssembly.Instance(wasm, imports);
+        const instance = new WebAssembly.Instance(wasm, chargeHostCalls(imports, () => fuel));
         fuel = instance.exports as unknown as FuelExports;
         fuel.loom_set_fuel(SETUP_FUEL);
         onSuccess(instance);

@@ -63,6 +63,35 @@ export function failure(kind: SandboxFailure, message: string): SandboxOutcome {
   return { ok: false, failure: kind, message };
 }
 
+/**
+ * Fuel charged for every call from the interpreter out to the host (clock, output, heap growth).
+ * A busy wait on the clock or a print loop spends most of its time in such calls, which the
+ * counter inside the wasm sees only as one function entry each.
+ */
+export const HOST_CALL_FUEL = 1000;
+
+/** Wraps every imported function so each call spends HOST_CALL_FUEL; the counter is read once the instance exists. */
+export function chargeHostCalls(imports: WebAssembly.Imports, fuel: () => FuelExports | undefined): WebAssembly.Imports {
+  const charged: WebAssembly.Imports = {};
+  for (const [space, members] of Object.entries(imports)) {
+    const wrapped: Record<string, WebAssembly.ImportValue> = {};
+    for (const [name, value] of Object.entries(members)) {
+      if (typeof value !== "function") {
+        wrapped[name] = value;
+        continue;
+      }
+      const original = value as (...args: unknown[]) => unknown;
+      wrapped[name] = (...args: unknown[]) => {
+        const counter = fuel();
+        if (counter) counter.loom_set_fuel(counter.loom_get_fuel() - HOST_CALL_FUEL);
+        return original(...args);
+      };
+    }
+    charged[space] = wrapped;
+  }
+  return charged;
+}
+
 /** A wasm trap after the counter went below zero is fuel exhaustion, whatever the host error says. */
 export function fuelSpent(exports: FuelExports | undefined): boolean {
   try {
