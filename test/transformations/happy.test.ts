@@ -135,6 +135,14 @@ describe("transformations: happy paths", () => {
     expect(result).toEqual({ y: 20 });
   });
 
+  it("documents every route in the OpenAPI document", async () => {
+    const doc = (await (await call("/openapi.json")).json()) as { paths: Record<string, Record<string, unknown>> };
+    expect(Object.keys(doc.paths["/v1/transformation"])).toEqual(expect.arrayContaining(["post", "get"]));
+    expect(doc.paths["/v1/transformations"]).toHaveProperty("get");
+    expect(doc.paths["/v1/transformation/{id}"]).toHaveProperty("delete");
+    expect(doc.paths["/v1/transformation/{id}/run"]).toHaveProperty("post");
+  });
+
   it("runs the same engine inside this Worker when there is no loader", async () => {
     const wasm = { quickjs, micropython };
     const js = await runTask({ kind: "run", language: "javascript", source: DOUBLE_JS, functionName: "double", inputsJson: '{"x":3}', limits: DEFAULT_LIMITS }, wasm);
