@@ -14,16 +14,57 @@ const COMPILE = `__loom_code = compile(__loom_src, "transformation.py", "exec")`
  * and NaN as invalid JSON), which would make large but honest outputs run out of budget.
  */
 const CALL = `
-import json as __loom_json
 __loom_ns = {"__name__": "transformation"}
 exec(__loom_code, __loom_ns)
 __loom_f = __loom_ns.get(__loom_name)
 if not callable(__loom_f):
     __loom_state = "missing"
 else:
-    __loom_r = __loom_f(**__loom_json.loads(__loom_in))
+    __loom_r = __loom_f(**__loom_args)
     __loom_state = "ok" if isinstance(__loom_r, dict) else "not_object"
 `;
+
+/**
+ * Decodes the inputs on the start-up allowance, not the user's budget (inputs are bounded by
+ * the route and are not the user's code). MicroPython's json.loads costs about 60 fuel units
+ * per character, and its cost grows with the square of a single string's length, so long
+ * strings skip it: the host cuts them out of the JSON (leaving `{"\u0000loom": n}` in their
+ * place), hands each over as a Python str directly, and they are put back after decoding.
+ */
+const DECODE = `
+import json as __loom_json
+__loom_strs = [globals()["__loom_s" + str(i)] for i in range(__loom_n)]
+def __loom_fill(o):
+    if isinstance(o, dict):
+        if len(o) == 1 and "\\x00loom" in o:
+            return __loom_strs[o["\\x00loom"]]
+        for k in o:
+            o[k] = __loom_fill(o[k])
+    elif isinstance(o, list):
+        for i in range(len(o)):
+            o[i] = __loom_fill(o[i])
+    return o
+__loom_args = __loom_fill(__loom_json.loads(__loom_in))
+`;
+
+/** Strings at least this long travel beside the JSON rather than inside it. */
+const LONG_STRING = 256;
+
+/** Replaces long strings by numbered placeholders; answers the skeleton's JSON and the strings. */
+export function splitLongStrings(inputsJson: string): { skeleton: string; strings: string[] } {
+  const strings: string[] = [];
+  const cut = (value: unknown): unknown => {
+    if (typeof value === "string" && value.length >= LONG_STRING) {
+      strings.push(value);
+      return { "\u0000loom": strings.length - 1 };
+    }
+    if (Array.isArray(value)) return value.map(cut);
+    if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cut(v)]));
+    return value;
+  };
+  const skeleton = JSON.stringify(cut(JSON.parse(inputsJson)));
+  return { skeleton, strings };
+}
 
 /** Serializes a converted result if it is plain JSON (no leftover Python objects, no NaN), else undefined. */
 export function plainJson(value: unknown): string | undefined {
@@ -97,7 +138,7 @@ async function runPythonAlone(task: SandboxTask, wasm: WebAssembly.Module): Prom
         return instance.exports;
       },
     });
-    fuel?.loom_set_fuel(task.limits.fuel);
+    // Compiling (bounded by the source size) is not running the user's code either.
     python.globals.set("__loom_src", task.source);
     python.runPython(COMPILE);
     if (task.kind === "check") {
@@ -106,7 +147,13 @@ async function runPythonAlone(task: SandboxTask, wasm: WebAssembly.Module): Prom
     }
     phase = "run";
     python.globals.set("__loom_name", task.functionName);
-    python.globals.set("__loom_in", task.inputsJson);
+    const { skeleton, strings } = splitLongStrings(task.inputsJson);
+    python.globals.set("__loom_in", skeleton);
+    python.globals.set("__loom_n", strings.length);
+    strings.forEach((text, i) => python.globals.set(`__loom_s${i}`, text));
+    fuel?.loom_set_fuel(SETUP_FUEL);
+    python.runPython(DECODE);
+    fuel?.loom_set_fuel(task.limits.fuel);
     python.runPython(CALL);
     const state = python.globals.get("__loom_state");
     if (state === "missing") return failure("missing_function", `function_name '${task.functionName}' is not defined in the function source`);

@@ -135,6 +135,24 @@ describe("transformations: happy paths", () => {
     expect(result).toEqual({ y: 20 });
   });
 
+  it("takes large inputs and returns large outputs within the default budget", async () => {
+    const org = await seedOrg();
+    const text = "lorem ipsum ".repeat(40_000);
+    const py = await create(org.owner, { function_name: "echo", function: "def echo(text):\n    return {'n': len(text), 'text': text}\n", input_schema: { text: "string" } });
+    const js = await create(org.owner, { function_name: "echo", language: "javascript", function: "function echo({ text }) { return { n: text.length, text }; }", input_schema: { text: "string" } });
+    for (const id of [py, js]) expect((await run(org.owner, id, { text })).body).toEqual({ status: "success", result: { n: text.length, text } });
+  });
+
+  it("hands nested inputs with long and short strings to Python intact", async () => {
+    const org = await seedOrg();
+    const docs = [
+      { id: 1, text: "a".repeat(5000), tags: ["x", "y".repeat(300)] },
+      { id: 2, text: "short", meta: { note: "é😀".repeat(200), n: null, ok: true, f: 1.5 } },
+    ];
+    const id = await create(org.owner, { function_name: "echo", function: "def echo(docs):\n    return {'docs': docs, 'lengths': [len(d['text']) for d in docs]}\n" });
+    expect((await run(org.owner, id, { docs })).body).toEqual({ status: "success", result: { docs, lengths: [5000, 5] } });
+  });
+
   it("documents every route in the OpenAPI document", async () => {
     const doc = (await (await call("/openapi.json")).json()) as { paths: Record<string, Record<string, unknown>> };
     expect(Object.keys(doc.paths["/v1/transformation"])).toEqual(expect.arrayContaining(["post", "get"]));
