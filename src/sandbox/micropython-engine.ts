@@ -104,17 +104,8 @@ function pythonError(error: unknown, phase: "parse" | "run"): SandboxOutcome | u
   return failure("runtime", `transformation raised an error: ${truncate(last)}`);
 }
 
-// The loader keeps its state in globals (globalThis.Module and the proxy tables), so two
-// interpreters must never be alive at once in one isolate: calls take turns.
-let turn: Promise<unknown> = Promise.resolve();
-
-export function runPython(task: SandboxTask, wasm: WebAssembly.Module): Promise<SandboxOutcome> {
-  const mine = turn.then(() => runPythonAlone(task, wasm));
-  turn = mine.catch(() => undefined);
-  return mine;
-}
-
-async function runPythonAlone(task: SandboxTask, wasm: WebAssembly.Module): Promise<SandboxOutcome> {
+/** One call in a fresh MicroPython. Callers must not overlap calls: the loader keeps state in globals (see engine.ts). */
+export async function runPython(task: SandboxTask, wasm: WebAssembly.Module): Promise<SandboxOutcome> {
   let fuel: FuelExports | undefined;
   let phase: "parse" | "run" = "parse";
   try {
