@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { bearer, call, form, seedOrg } from "../helpers";
 import { runTransformation } from "../../src/features/transformations/transformations.service";
 import { runTask } from "../../src/sandbox/engine";
-import { DEFAULT_LIMITS } from "../../src/sandbox/sandbox";
+import { DEFAULT_LIMITS, sandboxPlacement } from "../../src/sandbox/sandbox";
 import quickjs from "../../src/sandbox/generated/quickjs.wasm";
 import micropython from "../../src/sandbox/generated/micropython.wasm";
 import { DOUBLE_JS, DOUBLE_PY, addMember, create, createDoubleJs, createDoublePy, get, list, remove, run, uniqueName } from "./fixtures";
@@ -159,6 +159,12 @@ describe("transformations: happy paths", () => {
     expect(doc.paths["/v1/transformations"]).toHaveProperty("get");
     expect(doc.paths["/v1/transformation/{id}"]).toHaveProperty("delete");
     expect(doc.paths["/v1/transformation/{id}/run"]).toHaveProperty("post");
+  });
+
+  it("places runs in a Dynamic Worker where the deployment has a loader (as here)", () => {
+    expect(sandboxPlacement(env)).toBe("loader");
+    expect(sandboxPlacement({ ...env, SANDBOX_PLACEMENT: "inline" })).toBe("inline");
+    expect(sandboxPlacement({ ...env, LOADER: undefined })).toBe("inline");
   });
 
   it("runs the same engine inside this Worker when there is no loader", async () => {
