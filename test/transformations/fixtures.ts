@@ -1,16 +1,9 @@
-import { env } from "cloudflare:test";
 import { expect } from "vitest";
-import { bearer, call, json, seedOrg, type Member, type Org } from "../helpers";
+import { bearer, call, json, type Member, type Org } from "../helpers";
 
-/**
- * Adds a user with `role` to `org`. The admin API that `Org.addMember` uses is another
- * feature's branch; until both are merged, this seeds a user through sign-up and moves it
- * into the organization in D1 (the auth middleware reads the organization from the user row).
- */
-export async function addMember(org: Org, role: "admin" | "member" | "viewer"): Promise<Member> {
-  const other = await seedOrg();
-  await env.DB.prepare("UPDATE users SET org_id = ?, role = ? WHERE id = ?").bind(org.orgId, role, other.owner.userId).run();
-  return { ...other.owner, role };
+/** Adds a user with `role` to `org` through the admin API. */
+export function addMember(org: Org, role: "admin" | "member" | "viewer"): Promise<Member> {
+  return org.addMember(role);
 }
 
 export const DOUBLE_JS = "function double({ x }) {\n  return { y: x * 2 };\n}\n";
