@@ -1,9 +1,9 @@
 import { and, eq, inArray } from "drizzle-orm";
 import type { AuthContext, Env, Role } from "../../env";
-import { database } from "../../db/client";
+import { database, writeUnique } from "../../db/client";
 import { chatbots, chatbotConversations } from "../../db/schema/chatbots";
 import { connections, users } from "../../db/schema/identity";
-import { AppError, badRequest, conflict } from "../../lib/errors";
+import { AppError, badRequest } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { assertCanCreate, assertVisible, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
 import { hasRole } from "../../middleware/auth";
@@ -118,10 +118,6 @@ export function chatbotRecord(row: ChatbotRow) {
 
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = 20;
 
-function isUniqueViolation(error: unknown): boolean {
-  return String(error).includes("UNIQUE");
-}
-
 async function assertModelConnection(env: Env, auth: AuthContext, model: string): Promise<void> {
   const connectionName = model.slice(0, model.indexOf("/"));
   const found = await database(env).select({ id: connections.id }).from(connections).where(and(eq(connections.orgId, auth.orgId), eq(connections.name, connectionName))).limit(1);
@@ -167,12 +163,7 @@ export async function createChatbot(env: Env, auth: AuthContext, input: ChatbotC
     updatedAt: now,
   };
   const db = database(env);
-  try {
-    await db.batch([db.insert(chatbots).values(row), auditInsert(env, auth, { action: "chatbot.create", targetType: "chatbot", targetId: row.id, details: { name: row.name } })]);
-  } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`you already have a chatbot named '${input.name}'`);
-    throw error;
-  }
+  await writeUnique(() => db.batch([db.insert(chatbots).values(row), auditInsert(env, auth, { action: "chatbot.create", targetType: "chatbot", targetId: row.id, details: { name: row.name } })]), `you already have a chatbot named '${input.name}'`);
   return row;
 }
 
