@@ -14,6 +14,13 @@ export interface Env {
   JWT_SECRET?: string;
   /** Encrypts connection and integration secrets at rest. A secret. */
   ENCRYPTION_KEY?: string;
+
+  /** One KnowledgeBaseIndex Durable Object per knowledge base: chunks, keyword index, vectors. */
+  KB_INDEX: DurableObjectNamespace<import("./durable-objects/knowledge-base-index").KnowledgeBaseIndex>;
+  /** Optional real Vectorize index, used when KB_VECTOR_BACKEND = "vectorize". */
+  VECTORIZE?: Vectorize;
+  /** "durable-object" (default) or "vectorize". */
+  KB_VECTOR_BACKEND?: string;
 }
 
 /** Who is calling, established by the auth middleware. */

@@ -1,0 +1,449 @@
+import { DurableObject } from "cloudflare:workers";
+import type { Env } from "../env";
+import { filterToSql, matchesFilter, type FilterNode } from "../features/knowledge-bases/metadata-filter";
+import { quantize, TopK, MAX_TOP_K, type IndexVector, type VectorMatch, type VectorMetadata } from "../features/knowledge-bases/vector-index";
+import { ftsQuery } from "../features/knowledge-bases/keyword-query";
+import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
+import { resolveEmbedder } from "../features/knowledge-bases/embedders";
+import { markDocumentIndexed } from "../features/knowledge-bases/documents.repository";
+
+/** Vectors per stored row: one row of 512 x 512-d int8 vectors is ~256 KB, under the 2 MB row cap. */
+const BLOCK = 512;
+/** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
+const STEP_CHUNKS = 256;
+
+export interface ChunkInput {
+  id: string;
+  documentId: string;
+  position: number;
+  text: string;
+  metadata: VectorMetadata;
+}
+
+export interface IngestJob {
+  kbId: string;
+  documentId: string;
+  embeddingModel: string;
+  chunks: ChunkInput[];
+}
+
+export interface StoredChunk {
+  id: string;
+  documentId: string;
+  position: number;
+  text: string;
+  metadata: VectorMetadata;
+}
+
+export interface KeywordHit {
+  id: string;
+  score: number;
+}
+
+/** Sent back instead of throwing, since a thrown error loses its code across RPC. */
+export type IngestResult = { status: "ready"; chunks: number } | { status: "indexing"; remaining: number } | { status: "failed"; error: string };
+
+/**
+ * One per knowledge base. Its SQLite holds the chunks (text, document id, metadata JSON), an FTS5
+ * keyword index over them, and the vectors quantised to int8, packed BLOCK per row, so that after an
+ * eviction the whole set reloads in a few reads. Vectors are kept in memory once loaded.
+ * Large documents are ingested in steps: pending chunks wait in SQLite and the alarm continues.
+ */
+export class KnowledgeBaseIndex extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private dims = 0;
+  private count = 0;
+  private rowids = new Int32Array(0);
+  private scales = new Float32Array(0);
+  private data = new Int8Array(0);
+  private slotOf = new Map<number, number>();
+  private loaded = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec(`
+      CREATE TABLE IF NOT EXISTS items (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, document_id TEXT, position INTEGER NOT NULL DEFAULT 0, text TEXT, metadata TEXT NOT NULL DEFAULT '{}');
+      CREATE INDEX IF NOT EXISTS items_document ON items(document_id);
+      CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(text, tokenize = 'porter unicode61');
+      CREATE TABLE IF NOT EXISTS vector_blocks (block INTEGER PRIMARY KEY, count INTEGER NOT NULL, rowids BLOB NOT NULL, scales BLOB NOT NULL, data BLOB NOT NULL);
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS pending (document_id TEXT NOT NULL, position INTEGER NOT NULL, kb_id TEXT NOT NULL, model TEXT NOT NULL, chunk TEXT NOT NULL, PRIMARY KEY (document_id, position));
+    `);
+  }
+
+  // ---------- vectors in memory ----------
+
+  private ensureLoaded(): void {
+    if (this.loaded) return;
+    const dims = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'dims'").toArray()[0];
+    this.dims = dims ? Number(dims.value) : 0;
+    const blocks = this.sql.exec<{ block: number; count: number; rowids: ArrayBuffer; scales: ArrayBuffer; data: ArrayBuffer }>("SELECT block, count, rowids, scales, data FROM vector_blocks ORDER BY block").toArray();
+    const total = blocks.reduce((n, b) => n + b.count, 0);
+    this.reserve(total);
+    this.count = 0;
+    this.slotOf.clear();
+    for (const b of blocks) {
+      this.rowids.set(new Int32Array(b.rowids.slice(0, b.count * 4)), this.count);
+      this.scales.set(new Float32Array(b.scales.slice(0, b.count * 4)), this.count);
+      this.data.set(new Int8Array(b.data, 0, b.count * this.dims), this.count * this.dims);
+      this.count += b.count;
+    }
+    for (let i = 0; i < this.count; i++) this.slotOf.set(this.rowids[i], i);
+    this.loaded = true;
+  }
+
+  private reserve(n: number): void {
+    if (n <= this.rowids.length) return;
+    const capacity = Math.max(n, Math.ceil(this.rowids.length * 1.5), 1024);
+    const rowids = new Int32Array(capacity);
+    rowids.set(this.rowids.subarray(0, this.count));
+    const scales = new Float32Array(capacity);
+    scales.set(this.scales.subarray(0, this.count));
+    const data = new Int8Array(capacity * Math.max(this.dims, 1));
+    data.set(this.data.subarray(0, this.count * this.dims));
+    this.rowids = rowids;
+    this.scales = scales;
+    this.data = data;
+  }
+
+  private persistBlocks(fromSlot: number): void {
+    const first = Math.floor(fromSlot / BLOCK);
+    const blocks = Math.ceil(this.count / BLOCK);
+    for (let b = first; b < blocks; b++) {
+      const start = b * BLOCK;
+      const end = Math.min(this.count, start + BLOCK);
+      this.sql.exec(
+        "INSERT OR REPLACE INTO vector_blocks (block, count, rowids, scales, data) VALUES (?, ?, ?, ?, ?)",
+        b,
+        end - start,
+        this.rowids.slice(start, end).buffer,
+        this.scales.slice(start, end).buffer,
+        this.data.slice(start * this.dims, end * this.dims).buffer,
+      );
+    }
+    this.sql.exec("DELETE FROM vector_blocks WHERE block >= ?", blocks);
+  }
+
+  private setDims(dims: number): void {
+    if (this.dims === dims) return;
+    if (this.dims !== 0 && this.count > 0) throw new Error(`vector has ${dims} dimensions; this index holds ${this.dims}`);
+    this.dims = dims;
+    this.data = new Int8Array(this.rowids.length * dims);
+    this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('dims', ?)", String(dims));
+  }
+
+  private writeVectors(entries: { rowid: number; values: ArrayLike<number> }[]): void {
+    if (entries.length === 0) return;
+    this.ensureLoaded();
+    this.setDims(entries[0].values.length);
+    this.reserve(this.count + entries.length);
+    let firstTouched = this.count;
+    for (const { rowid, values } of entries) {
+      if (values.length !== this.dims) throw new Error(`vector has ${values.length} dimensions; this index holds ${this.dims}`);
+      let slot = this.slotOf.get(rowid);
+      if (slot === undefined) {
+        slot = this.count++;
+        this.slotOf.set(rowid, slot);
+        this.rowids[slot] = rowid;
+      }
+      firstTouched = Math.min(firstTouched, slot);
+      this.scales[slot] = quantize(values, this.data, slot * this.dims);
+    }
+    this.persistBlocks(firstTouched);
+  }
+
+  private removeVectors(rowids: number[]): void {
+    this.ensureLoaded();
+    let firstTouched = this.count;
+    for (const rowid of rowids) {
+      const slot = this.slotOf.get(rowid);
+      if (slot === undefined) continue;
+      const last = this.count - 1;
+      // Swap-remove keeps the arrays dense; only two blocks change.
+      if (slot !== last) {
+        this.rowids[slot] = this.rowids[last];
+        this.scales[slot] = this.scales[last];
+        this.data.copyWithin(slot * this.dims, last * this.dims, (last + 1) * this.dims);
+        this.slotOf.set(this.rowids[slot], slot);
+      }
+      this.slotOf.delete(rowid);
+      this.count--;
+      firstTouched = Math.min(firstTouched, slot);
+    }
+    if (firstTouched < this.count || rowids.length) this.persistBlocks(Math.min(firstTouched, this.count));
+  }
+
+  // ---------- items ----------
+
+  private upsertItems(items: { id: string; documentId: string | null; position: number; text: string | null; metadata: VectorMetadata; values?: ArrayLike<number> }[]): number[] {
+    const rowids: number[] = [];
+    const vectors: { rowid: number; values: ArrayLike<number> }[] = [];
+    for (const item of items) {
+      const existing = this.sql.exec<{ rowid: number }>("SELECT rowid FROM items WHERE id = ?", item.id).toArray()[0];
+      let rowid: number;
+      if (existing) {
+        rowid = existing.rowid;
+        this.sql.exec("UPDATE items SET document_id = ?, position = ?, text = ?, metadata = ? WHERE rowid = ?", item.documentId, item.position, item.text, JSON.stringify(item.metadata), rowid);
+        this.sql.exec("DELETE FROM items_fts WHERE rowid = ?", rowid);
+      } else {
+        rowid = this.sql.exec<{ rowid: number }>("INSERT INTO items (id, document_id, position, text, metadata) VALUES (?, ?, ?, ?, ?) RETURNING rowid", item.id, item.documentId, item.position, item.text, JSON.stringify(item.metadata)).one().rowid;
+      }
+      if (item.text) this.sql.exec("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", rowid, item.text);
+      if (item.values) vectors.push({ rowid, values: item.values });
+      rowids.push(rowid);
+    }
+    this.writeVectors(vectors);
+    return rowids;
+  }
+
+  private deleteRows(rowids: number[]): void {
+    for (const rowid of rowids) {
+      this.sql.exec("DELETE FROM items_fts WHERE rowid = ?", rowid);
+      this.sql.exec("DELETE FROM items WHERE rowid = ?", rowid);
+    }
+    this.removeVectors(rowids);
+  }
+
+  private allowedRowids(filter: FilterNode): Set<number> {
+    const where = filterToSql(filter);
+    const rows = this.sql.exec<{ rowid: number }>(`SELECT rowid FROM items WHERE ${where.sql}`, ...where.params).toArray();
+    return new Set(rows.map((r) => r.rowid));
+  }
+
+  private metadataOf(rowids: number[]): Map<number, { id: string; metadata: VectorMetadata }> {
+    const out = new Map<number, { id: string; metadata: VectorMetadata }>();
+    for (let i = 0; i < rowids.length; i += 100) {
+      const part = rowids.slice(i, i + 100);
+      const rows = this.sql.exec<{ rowid: number; id: string; metadata: string }>(`SELECT rowid, id, metadata FROM items WHERE rowid IN (${part.map(() => "?").join(",")})`, ...part).toArray();
+      for (const r of rows) out.set(r.rowid, { id: r.id, metadata: JSON.parse(r.metadata) as VectorMetadata });
+    }
+    return out;
+  }
+
+  // ---------- RPC: the Vectorize-shaped vector index ----------
+
+  async vectorUpsert(vectors: { id: string; values: number[]; metadata?: VectorMetadata }[]): Promise<{ count: number }> {
+    this.ctx.storage.transactionSync(() => {
+      this.upsertItems(vectors.map((v) => ({ id: v.id, documentId: typeof v.metadata?.document_id === "string" ? v.metadata.document_id : null, position: 0, text: null, metadata: v.metadata ?? {}, values: v.values })));
+    });
+    return { count: vectors.length };
+  }
+
+  async vectorQuery(vector: number[], options: { topK: number; filter?: FilterNode; returnMetadata?: boolean }): Promise<{ matches: VectorMatch[] }> {
+    this.ensureLoaded();
+    const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
+    if (this.count === 0 || vector.length !== this.dims) return { matches: [] };
+    const q = Float32Array.from(vector);
+    const dims = this.dims;
+    const data = this.data;
+    const best = new TopK(options.filter ? topK * 2 : topK);
+    const score = (slot: number): number => {
+      const off = slot * dims;
+      let s = 0;
+      for (let j = 0; j < dims; j++) s += q[j] * data[off + j];
+      return s * this.scales[slot];
+    };
+    if (options.filter) {
+      const allowed = this.allowedRowids(options.filter);
+      for (const rowid of allowed) {
+        const slot = this.slotOf.get(rowid);
+        if (slot !== undefined) best.push(score(slot), slot);
+      }
+    } else {
+      for (let slot = 0; slot < this.count; slot++) {
+        const s = score(slot);
+        if (s > best.threshold) best.push(s, slot);
+      }
+    }
+    const ranked = best.sorted();
+    const meta = this.metadataOf(ranked.map((r) => this.rowids[r.item]));
+    const matches: VectorMatch[] = [];
+    for (const r of ranked) {
+      const m = meta.get(this.rowids[r.item]);
+      if (!m) continue;
+      // The same filter, read as a predicate: SQL chose the candidates, this confirms each one.
+      if (options.filter && !matchesFilter(options.filter, m.metadata)) continue;
+      matches.push({ id: m.id, score: r.score, metadata: options.returnMetadata ? m.metadata : undefined });
+      if (matches.length >= topK) break;
+    }
+    return { matches };
+  }
+
+  async vectorGetByIds(ids: string[]): Promise<{ id: string; values: number[]; metadata?: VectorMetadata }[]> {
+    this.ensureLoaded();
+    const out: { id: string; values: number[]; metadata?: VectorMetadata }[] = [];
+    for (const id of ids) {
+      const row = this.sql.exec<{ rowid: number; metadata: string }>("SELECT rowid, metadata FROM items WHERE id = ?", id).toArray()[0];
+      const slot = row ? this.slotOf.get(row.rowid) : undefined;
+      if (!row || slot === undefined) continue;
+      const scale = this.scales[slot];
+      const values = Array.from(this.data.subarray(slot * this.dims, (slot + 1) * this.dims), (v) => v * scale);
+      out.push({ id, values, metadata: JSON.parse(row.metadata) as VectorMetadata });
+    }
+    return out;
+  }
+
+  async vectorDeleteByIds(ids: string[]): Promise<{ count: number }> {
+    let count = 0;
+    this.ctx.storage.transactionSync(() => {
+      const rowids: number[] = [];
+      for (const id of ids) {
+        const row = this.sql.exec<{ rowid: number }>("SELECT rowid FROM items WHERE id = ?", id).toArray()[0];
+        if (row) rowids.push(row.rowid);
+      }
+      this.deleteRows(rowids);
+      count = rowids.length;
+    });
+    return { count };
+  }
+
+  // ---------- RPC: chunks and keyword search ----------
+
+  /** BM25 over FTS5, restricted by the filter inside the same SQL statement. */
+  async keywordSearch(text: string, options: { topK: number; filter?: FilterNode }): Promise<KeywordHit[]> {
+    const match = ftsQuery(text);
+    if (!match) return [];
+    const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
+    const where = options.filter ? filterToSql(options.filter, "items.metadata") : undefined;
+    const rows = this.sql
+      .exec<{ id: string; score: number; metadata: string }>(
+        `SELECT items.id AS id, bm25(items_fts) AS score, items.metadata AS metadata FROM items_fts JOIN items ON items.rowid = items_fts.rowid
+         WHERE items_fts MATCH ? ${where ? `AND ${where.sql}` : ""} ORDER BY score LIMIT ?`,
+        match,
+        ...(where?.params ?? []),
+        topK,
+      )
+      .toArray();
+    const hits: KeywordHit[] = [];
+    for (const row of rows) {
+      if (options.filter && !matchesFilter(options.filter, JSON.parse(row.metadata) as VectorMetadata)) continue;
+      // bm25() is lower-is-better and negative; report it as a positive relevance.
+      hits.push({ id: row.id, score: -row.score });
+    }
+    return hits;
+  }
+
+  async getChunks(ids: string[]): Promise<StoredChunk[]> {
+    const out: StoredChunk[] = [];
+    for (let i = 0; i < ids.length; i += 100) {
+      const part = ids.slice(i, i + 100);
+      const rows = this.sql
+        .exec<{ id: string; document_id: string | null; position: number; text: string | null; metadata: string }>(`SELECT id, document_id, position, text, metadata FROM items WHERE id IN (${part.map(() => "?").join(",")})`, ...part)
+        .toArray();
+      for (const r of rows) out.push({ id: r.id, documentId: r.document_id ?? "", position: r.position, text: r.text ?? "", metadata: JSON.parse(r.metadata) as VectorMetadata });
+    }
+    return out;
+  }
+
+  /** Every chunk of some documents, in order (retrieval_unit documents/pages, summaries). */
+  async documentChunks(documentIds: string[], limitPerDocument: number): Promise<StoredChunk[]> {
+    const out: StoredChunk[] = [];
+    for (const documentId of documentIds) {
+      const rows = this.sql
+        .exec<{ id: string; position: number; text: string | null; metadata: string }>("SELECT id, position, text, metadata FROM items WHERE document_id = ? ORDER BY position LIMIT ?", documentId, limitPerDocument)
+        .toArray();
+      for (const r of rows) out.push({ id: r.id, documentId, position: r.position, text: r.text ?? "", metadata: JSON.parse(r.metadata) as VectorMetadata });
+    }
+    return out;
+  }
+
+  /** Removes documents' chunks, keyword entries, vectors and any pending steps. */
+  async deleteDocuments(documentIds: string[]): Promise<{ chunks: string[] }> {
+    const removed: string[] = [];
+    this.ctx.storage.transactionSync(() => {
+      for (const documentId of documentIds) {
+        const rows = this.sql.exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", documentId).toArray();
+        this.deleteRows(rows.map((r) => r.rowid));
+        removed.push(...rows.map((r) => r.id));
+        this.sql.exec("DELETE FROM pending WHERE document_id = ?", documentId);
+      }
+    });
+    return { chunks: removed };
+  }
+
+  /** Drops everything this knowledge base holds. */
+  async destroy(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.loaded = false;
+    this.count = 0;
+    this.dims = 0;
+    this.slotOf.clear();
+  }
+
+  async stats(): Promise<{ chunks: number; vectors: number; dimensions: number; pending: number }> {
+    this.ensureLoaded();
+    const chunks = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items").one().n;
+    const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
+    return { chunks, vectors: this.count, dimensions: this.dims, pending };
+  }
+
+  /** Test and diagnostics hook: forget the in-memory vectors as an eviction would. */
+  async dropMemory(): Promise<void> {
+    this.loaded = false;
+    this.count = 0;
+    this.rowids = new Int32Array(0);
+    this.scales = new Float32Array(0);
+    this.data = new Int8Array(0);
+    this.slotOf.clear();
+  }
+
+  // ---------- RPC: ingestion in steps ----------
+
+  /**
+   * Queues a document's chunks and runs the first step now. A document that does not finish in
+   * one step is continued by the alarm; every step commits before the next starts, so a restart
+   * resumes where it stopped.
+   */
+  async ingest(job: IngestJob, options: { reset: boolean; start: boolean }): Promise<IngestResult> {
+    this.ctx.storage.transactionSync(() => {
+      if (options.reset) this.sql.exec("DELETE FROM pending WHERE document_id = ?", job.documentId);
+      for (const chunk of job.chunks) {
+        this.sql.exec("INSERT OR REPLACE INTO pending (document_id, position, kb_id, model, chunk) VALUES (?, ?, ?, ?, ?)", job.documentId, chunk.position, job.kbId, job.embeddingModel, JSON.stringify(chunk));
+      }
+    });
+    if (!options.start) return { status: "indexing", remaining: job.chunks.length };
+    const result = await this.step(job.documentId);
+    if (result.status === "indexing") await this.ctx.storage.setAlarm(Date.now());
+    return result;
+  }
+
+  private async step(documentId: string): Promise<IngestResult> {
+    const rows = this.sql
+      .exec<{ position: number; kb_id: string; model: string; chunk: string }>("SELECT position, kb_id, model, chunk FROM pending WHERE document_id = ? ORDER BY position LIMIT ?", documentId, STEP_CHUNKS)
+      .toArray();
+    if (rows.length === 0) return { status: "ready", chunks: this.documentChunkCount(documentId) };
+    try {
+      const embedder = await resolveEmbedder(this.env, rows[0].model);
+      const chunks = rows.map((r) => JSON.parse(r.chunk) as ChunkInput);
+      const vectors = await embedder.embed(chunks.map((c) => c.text));
+      const backend = vectorIndexFor(this.env, rows[0].kb_id);
+      this.ctx.storage.transactionSync(() => {
+        this.upsertItems(chunks.map((c, i) => ({ id: c.id, documentId: c.documentId, position: c.position, text: c.text, metadata: c.metadata, values: backend ? undefined : vectors[i] })));
+        this.sql.exec(`DELETE FROM pending WHERE document_id = ? AND position IN (${rows.map(() => "?").join(",")})`, documentId, ...rows.map((r) => r.position));
+      });
+      if (backend) await backend.upsert(chunks.map((c, i) => ({ id: c.id, values: vectors[i], metadata: c.metadata })));
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.sql.exec("DELETE FROM pending WHERE document_id = ?", documentId);
+      return { status: "failed", error: `indexing failed: ${message}` };
+    }
+    const left = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId).one().n;
+    return left > 0 ? { status: "indexing", remaining: left } : { status: "ready", chunks: this.documentChunkCount(documentId) };
+  }
+
+  private documentChunkCount(documentId: string): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items WHERE document_id = ?", documentId).one().n;
+  }
+
+  /** Continues pending documents one step at a time; safe to run twice. */
+  override async alarm(): Promise<void> {
+    const next = this.sql.exec<{ document_id: string; kb_id: string }>("SELECT document_id, kb_id FROM pending ORDER BY rowid LIMIT 1").toArray()[0];
+    if (!next) return;
+    const result = await this.step(next.document_id);
+    if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
+    const more = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
+    if (more > 0) await this.ctx.storage.setAlarm(Date.now());
+  }
+}
