@@ -1,6 +1,7 @@
 import type { Env } from "../../env";
 import type { Embedder } from "../../providers/types";
 import { badRequest } from "../../lib/errors";
+import { createStaticEmbedder, STATIC_EMBEDDER_MODEL } from "../../providers/static-embedder";
 
 /**
  * The embedders a knowledge base can be created with, by model name. The offline default is the
@@ -15,7 +16,9 @@ export function registerEmbedder(model: string, factory: EmbedderFactory): void 
   FACTORIES.set(model, factory);
 }
 
-export const DEFAULT_EMBEDDING_MODEL = "loom/static-use-512";
+export const DEFAULT_EMBEDDING_MODEL = STATIC_EMBEDDER_MODEL;
+
+registerEmbedder(STATIC_EMBEDDER_MODEL, () => createStaticEmbedder());
 
 export function knownEmbeddingModels(): string[] {
   return [...FACTORIES.keys()];
