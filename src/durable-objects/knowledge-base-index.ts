@@ -62,6 +62,11 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.migrate();
+  }
+
+  /** Creates this object's tables (again after destroy() wiped them). */
+  private migrate(): void {
     this.sql.exec(`
       CREATE TABLE IF NOT EXISTS items (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, document_id TEXT, position INTEGER NOT NULL DEFAULT 0, text TEXT, metadata TEXT NOT NULL DEFAULT '{}');
       CREATE INDEX IF NOT EXISTS items_document ON items(document_id);
@@ -366,6 +371,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   async destroy(): Promise<void> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
+    this.migrate();
     this.loaded = false;
     this.count = 0;
     this.dims = 0;
@@ -421,7 +427,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       const backend = vectorIndexFor(this.env, rows[0].kb_id);
       this.ctx.storage.transactionSync(() => {
         this.upsertItems(chunks.map((c, i) => ({ id: c.id, documentId: c.documentId, position: c.position, text: c.text, metadata: c.metadata, values: backend ? undefined : vectors[i] })));
-        this.sql.exec(`DELETE FROM pending WHERE document_id = ? AND position IN (${rows.map(() => "?").join(",")})`, documentId, ...rows.map((r) => r.position));
+        this.sql.exec("DELETE FROM pending WHERE document_id = ? AND position <= ?", documentId, rows[rows.length - 1].position);
       });
       if (backend) await backend.upsert(chunks.map((c, i) => ({ id: c.id, values: vectors[i], metadata: c.metadata })));
     } catch (error) {

@@ -30,7 +30,7 @@ export class FilterParseError extends Error {
 }
 
 const MAX_DEPTH = 12;
-const MAX_NODES = 256;
+const MAX_NODES = 64;
 const KEY = /^[A-Za-z0-9_\-.:@$ ]{1,128}$/;
 
 type Json = Record<string, unknown>;
@@ -287,12 +287,19 @@ export interface SqlFilter {
   params: (string | number)[];
 }
 
-/** `$."key"`: the key is one top-level field name, quoted so dots in it are literal. */
-const jsonPath = (key: string): string => `$."${key.replace(/"/g, '""')}"`;
+/** Durable Object SQLite binds at most 100 parameters per statement; a filter keeps under this. */
+export const MAX_FILTER_SQL_PARAMS = 90;
+
+/**
+ * `'$."key"'` as a SQL literal: keys are checked against KEY (no quotes), so inlining is safe and
+ * saves a bound parameter per condition.
+ */
+const jsonPathLiteral = (key: string): string => `'$."${key}"'`;
 
 /** Metadata values under a key, scalar or array, as rows of json_each (none when missing or null). */
-function eachValue(column: string, key: string, condition: string, params: (string | number)[], extra: (string | number)[]): SqlFilter {
-  return { sql: `EXISTS (SELECT 1 FROM json_each(${column}, ?) AS v WHERE v.type != 'null' AND (${condition}))`, params: [jsonPath(key), ...params, ...extra] };
+function eachValue(column: string, key: string, condition: string, params: (string | number)[]): SqlFilter {
+  if (!KEY.test(key)) throw new FilterParseError(key, "invalid key");
+  return { sql: `EXISTS (SELECT 1 FROM json_each(${column}, ${jsonPathLiteral(key)}) AS v WHERE v.type != 'null' AND (${condition}))`, params };
 }
 
 const sqlValue = (v: Scalar): string | number => (typeof v === "boolean" ? (v ? 1 : 0) : v);
@@ -315,11 +322,11 @@ export function filterToSql(node: FilterNode, column = "metadata"): SqlFilter {
     }
     case "eq": {
       const value = sqlValue(node.value);
-      return eachValue(column, node.key, `v.value = ? AND ${typeof value === "number" ? "v.type IN ('integer','real','true','false')" : "v.type = 'text'"}`, [value], []);
+      return eachValue(column, node.key, `v.value = ? AND ${typeof value === "number" ? "v.type IN ('integer','real','true','false')" : "v.type = 'text'"}`, [value]);
     }
     case "in": {
-      const values = node.values.map(sqlValue);
-      return eachValue(column, node.key, `v.value IN (${values.map(() => "?").join(",")}) AND v.type != 'object' AND v.type != 'array'`, values, []);
+      // One JSON-array parameter, however long the list; booleans become 1/0 as in the predicate.
+      return eachValue(column, node.key, "v.type NOT IN ('object','array') AND v.value IN (SELECT value FROM json_each(?))", [JSON.stringify(node.values.map(sqlValue))]);
     }
     case "range": {
       const conds: string[] = [];
@@ -330,17 +337,17 @@ export function filterToSql(node: FilterNode, column = "metadata"): SqlFilter {
         conds.push(`(${typeGuard(bound)} AND v.value ${sign} ?)`);
         params.push(bound);
       }
-      return eachValue(column, node.key, conds.join(" AND "), params, []);
+      return eachValue(column, node.key, conds.join(" AND "), params);
     }
     case "text":
       // instr over lower() is ASCII-only case folding; the predicate re-checks every result.
-      return eachValue(column, node.key, "v.type = 'text' AND instr(lower(v.value), lower(?)) > 0", [node.text], []);
+      return eachValue(column, node.key, "v.type = 'text' AND instr(lower(v.value), lower(?)) > 0", [node.text]);
     case "prefix":
-      return eachValue(column, node.key, "v.type = 'text' AND substr(v.value, 1, ?) = ?", [node.prefix.length, node.prefix], []);
+      return eachValue(column, node.key, "v.type = 'text' AND substr(v.value, 1, ?) = ?", [node.prefix.length, node.prefix]);
     case "exists":
-      return eachValue(column, node.key, "1", [], []);
+      return eachValue(column, node.key, "1", []);
     case "empty": {
-      const inner = eachValue(column, node.key, "1", [], []);
+      const inner = eachValue(column, node.key, "1", []);
       return { sql: `NOT ${inner.sql}`, params: inner.params };
     }
   }

@@ -2,7 +2,7 @@ import type { AuthContext, Env } from "../../env";
 import type { KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { badRequest, conflict } from "../../lib/errors";
 import type { StoredChunk } from "../../durable-objects/knowledge-base-index";
-import { combineFilters, FilterParseError, parseOpenSearchFilter, parseQdrantFilter, type FilterNode } from "./metadata-filter";
+import { combineFilters, FilterParseError, filterToSql, MAX_FILTER_SQL_PARAMS, parseOpenSearchFilter, parseQdrantFilter, type FilterNode } from "./metadata-filter";
 import { maxFusion, reciprocalRankFusion, weightedFusion, type Scored } from "./hybrid-search";
 import { resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
@@ -105,6 +105,7 @@ export function planQuery(kb: KnowledgeBaseRow, input: QueryInput, hooks: QueryH
     parseFilter("filter", meta.filter, parseQdrantFilter),
     parseFilter(meta.opensearch_filter !== undefined ? "opensearch_filter" : "searchengine_filter", meta.searchengine_filter ?? meta.opensearch_filter, parseOpenSearchFilter),
   );
+  if (filter && filterToSql(filter).params.length > MAX_FILTER_SQL_PARAMS) throw badRequest(`search_metadata: the filters are too complex (more than ${MAX_FILTER_SQL_PARAMS} values to compare); simplify them`);
   const hybrid = config.hybrid_search_config ?? {};
   const mode: SearchMode = config.retrieval_config?.search_mode ?? (kb.isHybrid ? "hybrid" : "vector");
   return {
