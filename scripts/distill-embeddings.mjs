@@ -28,10 +28,13 @@ const args = new Map(
   }),
 );
 const options = {
-  source: args.get("source") ?? "encoder",
+  source: args.get("source") ?? "embedding",
   dims: Number(args.get("dims") ?? 256),
-  sif: Number(args.get("sif") ?? 1e-3),
+  sif: Number(args.get("sif") ?? 1e-4),
   lowercase: args.get("lowercase") === "true",
+  center: args.get("center") !== "false",
+  dropTop: Number(args.get("drop-top") ?? 0),
+  whiten: Number(args.get("whiten") ?? 1),
 };
 const out = args.get("out") ?? join(root, "src/providers/generated/static-use.bin");
 const force = args.get("force") === "true";
@@ -115,11 +118,13 @@ for (let id = 0; id < V; id++) if (scores[id] !== 0) live.push(id);
 const mean = new Float64Array(width);
 for (const id of live) for (let j = 0; j < width; j++) mean[j] += matrix[id * width + j];
 for (let j = 0; j < width; j++) mean[j] /= live.length;
-for (const id of live) for (let j = 0; j < width; j++) matrix[id * width + j] -= mean[j];
+if (options.center) for (const id of live) for (let j = 0; j < width; j++) matrix[id * width + j] -= mean[j];
 
 // PCA by the eigenvectors of the covariance matrix (cyclic Jacobi; 512 x 512 takes a few seconds).
+// With D < width it reduces dimensions; with --drop-top=K it also removes the K strongest directions
+// ("all-but-the-top", Mu & Viswanath 2018), which mostly encode frequency rather than meaning.
 let projection = null;
-if (D < width) {
+if (D < width || options.dropTop > 0 || options.whiten > 0) {
   const cov = new Float64Array(width * width);
   for (const id of live) {
     const row = id * width;
@@ -134,7 +139,13 @@ if (D < width) {
   const { values, vectors } = jacobiEigen(cov, width);
   const order = Array.from(values.keys()).sort((x, y) => values[y] - values[x]);
   projection = new Float64Array(D * width);
-  for (let k = 0; k < D; k++) for (let j = 0; j < width; j++) projection[k * width + j] = vectors[j * width + order[k]];
+  for (let k = 0; k < D; k++) {
+    // Dropped directions keep their slot as zeros, so D stays what the model name promises.
+    if (k < options.dropTop) continue;
+    // --whiten=p scales each direction by variance^(-p/2): p = 1 is full whitening, 0 none.
+    const gain = options.whiten > 0 ? Math.pow(Math.max(values[order[k]], 1e-12), -options.whiten / 2) : 1;
+    for (let j = 0; j < width; j++) projection[k * width + j] = gain * vectors[j * width + order[k]];
+  }
 }
 
 // Quantise each row to int8 with its own scale (max |x| maps to 127).

@@ -25,6 +25,7 @@ const args = new Map(
 const tablePath = args.get("table") ?? join(root, "src/providers/generated/static-use.bin");
 const dataDir = args.get("data") ?? join(root, "../shared/data/cranfield");
 const sifA = args.has("sif") ? Number(args.get("sif")) : undefined;
+const piecePenalty = args.has("penalty") ? Number(args.get("penalty")) : undefined;
 
 /** Splits a SMART-format file (".I n" records with ".X" fields) into records of fields. */
 function parseSmart(text) {
@@ -65,7 +66,7 @@ for (const line of readFileSync(join(dataDir, "cranqrel"), "utf8").split("\n")) 
 }
 
 const started = Date.now();
-const model = new StaticEmbeddingModel(parseStaticTable(readFileSync(tablePath)), sifA === undefined ? {} : { sifA });
+const model = new StaticEmbeddingModel(parseStaticTable(readFileSync(tablePath)), { sifA, piecePenalty });
 const D = model.dimensions;
 const docVectors = docs.map((doc) => model.embed(doc.text));
 const embedMs = Date.now() - started;

@@ -72,6 +72,8 @@ export function parseStaticTable(data: ArrayBuffer | Uint8Array): StaticTable {
 export interface PoolingOptions {
   /** Overrides the table's SIF constant (evaluation only). 0 turns weighting off: a plain mean. */
   sifA?: number;
+  /** Extra cost per piece during segmentation, favouring fewer, longer pieces (evaluation only). */
+  piecePenalty?: number;
 }
 
 /**
@@ -86,12 +88,14 @@ export class StaticEmbeddingModel {
   private readonly unknownScore: number;
   private readonly cache = new Map<string, Int32Array>();
   private readonly lowercase: boolean;
+  private readonly piecePenalty: number;
 
   constructor(table: StaticTable, options: PoolingOptions = {}) {
     this.table = table;
     this.dimensions = table.dimensions;
     this.lowercase = (table.flags & 1) === 1;
     const a = options.sifA ?? table.sifA;
+    this.piecePenalty = options.piecePenalty ?? 0;
     this.weights = new Float32Array(table.vocabSize);
     let minScore = 0;
     for (let id = 0; id < table.vocabSize; id++) {
@@ -190,7 +194,7 @@ export class StaticEmbeddingModel {
         const id = this.ids.get(piece);
         if (id === undefined) continue;
         matched ||= end === start + 1;
-        const score = best[start] + this.table.scores[id];
+        const score = best[start] + this.table.scores[id] - this.piecePenalty;
         if (score > best[end]) {
           best[end] = score;
           fromPos[end] = start;

@@ -12,12 +12,20 @@ import tableBytes from "./generated/static-use.bin";
  * request in the isolate.
  */
 export const STATIC_EMBEDDER_MODEL = "loom/static-use-256";
+/** Vector length of STATIC_EMBEDDER_MODEL. A table built with other dimensions is refused. */
+export const STATIC_EMBEDDER_DIMENSIONS = 256;
 
 let shared: StaticEmbeddingModel | null = null;
 
 /** Parses the table once per isolate (views over the module's buffer; no copy of the vectors). */
 function sharedModel(): StaticEmbeddingModel {
-  shared ??= new StaticEmbeddingModel(parseStaticTable(tableBytes));
+  if (shared) return shared;
+  const model = new StaticEmbeddingModel(parseStaticTable(tableBytes));
+  // The model name is recorded on knowledge bases; vectors of another size must not pass under it.
+  if (model.dimensions !== STATIC_EMBEDDER_DIMENSIONS) {
+    throw new Error(`embedding table has ${model.dimensions} dimensions; ${STATIC_EMBEDDER_MODEL} needs ${STATIC_EMBEDDER_DIMENSIONS}`);
+  }
+  shared = model;
   return shared;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createStaticEmbedder, STATIC_EMBEDDER_MODEL, StaticEmbedder } from "../../src/providers/static-embedder";
+import { createStaticEmbedder, STATIC_EMBEDDER_DIMENSIONS, STATIC_EMBEDDER_MODEL, StaticEmbedder } from "../../src/providers/static-embedder";
 
 function cosine(a: Float32Array, b: Float32Array): number {
   let s = 0;
@@ -17,6 +17,7 @@ describe("static embedder", () => {
     expect(embedder.model).toBe(STATIC_EMBEDDER_MODEL);
     expect(embedder.model).toBe("loom/static-use-256");
     expect(embedder.dimensions).toBe(256);
+    expect(STATIC_EMBEDDER_DIMENSIONS).toBe(256);
   });
 
   it("returns one unit-length vector per text, in order", async () => {
