@@ -2,7 +2,7 @@
 // (p50/p99, end to end over HTTP: auth, D1 lookup, embedding, the index Durable Object) at 1k,
 // 10k and 100k chunks in one knowledge base. Text comes from the Cranfield abstracts
 // (../shared/data/cranfield) cut into sentences and recombined, so chunks read like real prose.
-// Options: --levels=1000,10000,100000  --queries=200  --chunk-size=48  --doc-chunks=2000
+// Options: --levels=1000,10000,100000  --queries=200  --chunk-size=48  --doc-chunks=2000  --keep
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
@@ -98,7 +98,8 @@ export async function run({ base, args }) {
     rows.push(row);
     console.log(`${String(chunks).padStart(7)} chunks | indexed ${newChunks} in ${indexSeconds.toFixed(1)} s = ${row.chunksPerSecond.toFixed(0)} chunks/s | hybrid top-10 p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms (${queryCount} queries)`);
   }
-  await api(`/v1/knowledge-base/${kb}`, { method: "DELETE", token: key });
+  if (args.has("keep")) console.log(`kept knowledge base ${kb} (API key ${key})`);
+  else await api(`/v1/knowledge-base/${kb}`, { method: "DELETE", token: key });
   const last = rows[rows.length - 1];
   const indexing = rows.reduce((n, r) => n + r.newChunks, 0) / rows.reduce((n, r) => n + r.indexSeconds, 0);
   console.log(`targets at ${last.chunks} chunks: p50 < 25 ms ${last.p50 < 25 ? "met" : "MISSED"} (${last.p50.toFixed(1)}), p99 < 100 ms ${last.p99 < 100 ? "met" : "MISSED"} (${last.p99.toFixed(1)}), indexing > 500 chunks/s ${indexing > 500 ? "met" : "MISSED"} (${indexing.toFixed(0)})`);

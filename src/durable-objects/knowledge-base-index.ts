@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { filterToSql, matchesFilter, type FilterNode } from "../features/knowledge-bases/metadata-filter";
+import { nearest, signBits, dotInt8 } from "../features/knowledge-bases/vector-kernels";
 import { quantize, TopK, MAX_TOP_K, type IndexVector, type VectorMatch, type VectorMetadata } from "../features/knowledge-bases/vector-index";
 import { ftsQuery } from "../features/knowledge-bases/keyword-query";
 import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
@@ -10,7 +11,7 @@ import { markDocumentIndexed } from "../features/knowledge-bases/documents.repos
 /** Vectors per stored row: one row of 512 x 512-d int8 vectors is ~256 KB, under the 2 MB row cap. */
 const BLOCK = 512;
 /** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
-const STEP_CHUNKS = 256;
+const STEP_CHUNKS = 1000;
 
 export interface ChunkInput {
   id: string;
@@ -57,6 +58,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private scales = new Float32Array(0);
   private data = new Int8Array(0);
   private slotOf = new Map<number, number>();
+  /** Sign bits for the large-set pre-ranking; rebuilt on first query after any change. */
+  private bitsCache: Uint32Array | null = null;
   private loaded = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -95,6 +98,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       this.count += b.count;
     }
     for (let i = 0; i < this.count; i++) this.slotOf.set(this.rowids[i], i);
+    this.bitsCache = null;
     this.loaded = true;
   }
 
@@ -155,6 +159,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       firstTouched = Math.min(firstTouched, slot);
       this.scales[slot] = quantize(values, this.data, slot * this.dims);
     }
+    this.bitsCache = null;
     this.persistBlocks(firstTouched);
   }
 
@@ -176,6 +181,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       this.count--;
       firstTouched = Math.min(firstTouched, slot);
     }
+    this.bitsCache = null;
     if (firstTouched < this.count || rowids.length) this.persistBlocks(Math.min(firstTouched, this.count));
   }
 
@@ -216,12 +222,13 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     return new Set(rows.map((r) => r.rowid));
   }
 
-  private metadataOf(rowids: number[]): Map<number, { id: string; metadata: VectorMetadata }> {
+  /** Ids (and, when asked, parsed metadata) of some rows, by rowid. */
+  private rowsOf(rowids: number[], withMetadata: boolean): Map<number, { id: string; metadata: VectorMetadata }> {
     const out = new Map<number, { id: string; metadata: VectorMetadata }>();
-    for (let i = 0; i < rowids.length; i += 100) {
-      const part = rowids.slice(i, i + 100);
-      const rows = this.sql.exec<{ rowid: number; id: string; metadata: string }>(`SELECT rowid, id, metadata FROM items WHERE rowid IN (${part.map(() => "?").join(",")})`, ...part).toArray();
-      for (const r of rows) out.set(r.rowid, { id: r.id, metadata: JSON.parse(r.metadata) as VectorMetadata });
+    for (let i = 0; i < rowids.length; i += 90) {
+      const part = rowids.slice(i, i + 90);
+      const rows = this.sql.exec<{ rowid: number; id: string; metadata: string | null }>(`SELECT rowid, id, ${withMetadata ? "metadata" : "NULL AS metadata"} FROM items WHERE rowid IN (${part.map(() => "?").join(",")})`, ...part).toArray();
+      for (const r of rows) out.set(r.rowid, { id: r.id, metadata: r.metadata ? (JSON.parse(r.metadata) as VectorMetadata) : {} });
     }
     return out;
   }
@@ -241,28 +248,19 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     if (this.count === 0 || vector.length !== this.dims) return { matches: [] };
     const q = Float32Array.from(vector);
     const dims = this.dims;
-    const data = this.data;
-    const best = new TopK(options.filter ? topK * 2 : topK);
-    const score = (slot: number): number => {
-      const off = slot * dims;
-      let s = 0;
-      for (let j = 0; j < dims; j++) s += q[j] * data[off + j];
-      return s * this.scales[slot];
-    };
+    let ranked: { score: number; item: number }[];
     if (options.filter) {
-      const allowed = this.allowedRowids(options.filter);
-      for (const rowid of allowed) {
+      // The filter's SQL reading picks the candidates; each is scored exactly.
+      const best = new TopK(topK * 2);
+      for (const rowid of this.allowedRowids(options.filter)) {
         const slot = this.slotOf.get(rowid);
-        if (slot !== undefined) best.push(score(slot), slot);
+        if (slot !== undefined) best.push(dotInt8(q, this.data, slot * dims, dims) * this.scales[slot], slot);
       }
+      ranked = best.sorted();
     } else {
-      for (let slot = 0; slot < this.count; slot++) {
-        const s = score(slot);
-        if (s > best.threshold) best.push(s, slot);
-      }
+      ranked = nearest({ count: this.count, dims, data: this.data, scales: this.scales, bits: () => (this.bitsCache ??= signBits(this.data, this.count, dims)) }, q, topK);
     }
-    const ranked = best.sorted();
-    const meta = this.metadataOf(ranked.map((r) => this.rowids[r.item]));
+    const meta = this.rowsOf(ranked.map((r) => this.rowids[r.item]), options.filter !== undefined || options.returnMetadata === true);
     const matches: VectorMatch[] = [];
     for (const r of ranked) {
       const m = meta.get(this.rowids[r.item]);
@@ -310,29 +308,32 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     const match = ftsQuery(text);
     if (!match) return [];
     const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
-    const where = options.filter ? filterToSql(options.filter, "items.metadata") : undefined;
+    const where = options.filter ? filterToSql(options.filter) : undefined;
+    // FTS5 ranks and cuts first (ORDER BY rank LIMIT is its fast path); rows are read only for the top.
     const rows = this.sql
-      .exec<{ id: string; score: number; metadata: string }>(
-        `SELECT items.id AS id, bm25(items_fts) AS score, items.metadata AS metadata FROM items_fts JOIN items ON items.rowid = items_fts.rowid
-         WHERE items_fts MATCH ? ${where ? `AND ${where.sql}` : ""} ORDER BY score LIMIT ?`,
+      .exec<{ rowid: number; score: number }>(
+        `SELECT rowid, rank AS score FROM items_fts WHERE items_fts MATCH ? ${where ? `AND rowid IN (SELECT rowid FROM items WHERE ${where.sql})` : ""} ORDER BY rank LIMIT ?`,
         match,
         ...(where?.params ?? []),
         topK,
       )
       .toArray();
+    const info = this.rowsOf(rows.map((r) => r.rowid), options.filter !== undefined);
     const hits: KeywordHit[] = [];
     for (const row of rows) {
-      if (options.filter && !matchesFilter(options.filter, JSON.parse(row.metadata) as VectorMetadata)) continue;
+      const item = info.get(row.rowid);
+      if (!item) continue;
+      if (options.filter && !matchesFilter(options.filter, item.metadata)) continue;
       // bm25() is lower-is-better and negative; report it as a positive relevance.
-      hits.push({ id: row.id, score: -row.score });
+      hits.push({ id: item.id, score: -row.score });
     }
     return hits;
   }
 
   async getChunks(ids: string[]): Promise<StoredChunk[]> {
     const out: StoredChunk[] = [];
-    for (let i = 0; i < ids.length; i += 100) {
-      const part = ids.slice(i, i + 100);
+    for (let i = 0; i < ids.length; i += 90) {
+      const part = ids.slice(i, i + 90);
       const rows = this.sql
         .exec<{ id: string; document_id: string | null; position: number; text: string | null; metadata: string }>(`SELECT id, document_id, position, text, metadata FROM items WHERE id IN (${part.map(() => "?").join(",")})`, ...part)
         .toArray();

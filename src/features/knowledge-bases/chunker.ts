@@ -60,8 +60,9 @@ function units(text: string, tokens: Token[]): Unit[] {
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i];
     // A heading starts at a line start: emit what came before, then the heading line alone.
-    const lineStart = text.lastIndexOf("\n", token.start - 1) + 1;
-    if (i === from && text[token.start] === "#" && text.slice(lineStart, token.start).trim() === "") {
+    // Only a '#' can open a heading, so the (backward) line search runs for those alone.
+    const lineStart = text[token.start] === "#" ? text.lastIndexOf("\n", token.start - 1) + 1 : -1;
+    if (i === from && lineStart >= 0 && text.slice(lineStart, token.start).trim() === "") {
       const lineEnd = text.indexOf("\n", token.start);
       const line = text.slice(lineStart, lineEnd === -1 ? text.length : lineEnd);
       const match = HEADING_LINE.exec(line);
