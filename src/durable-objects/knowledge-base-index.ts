@@ -3,7 +3,7 @@ import type { Env } from "../env";
 import { filterToSql, matchesFilter, type FilterNode } from "../features/knowledge-bases/metadata-filter";
 import { nearest, signBits, dotInt8 } from "../features/knowledge-bases/vector-kernels";
 import { quantize, TopK, MAX_TOP_K, type IndexVector, type VectorMatch, type VectorMetadata } from "../features/knowledge-bases/vector-index";
-import { ftsQuery } from "../features/knowledge-bases/keyword-query";
+import { matchExpression, queryTerms, selectTerms } from "../features/knowledge-bases/keyword-query";
 import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
 import { resolveEmbedder } from "../features/knowledge-bases/embedders";
 import { markDocumentIndexed } from "../features/knowledge-bases/documents.repository";
@@ -60,6 +60,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private slotOf = new Map<number, number>();
   /** Sign bits for the large-set pre-ranking; rebuilt on first query after any change. */
   private bitsCache: Uint32Array | null = null;
+  /** Chunk frequency of search terms, kept until the next write. */
+  private termFrequency = new Map<string, number>();
   private loaded = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -187,7 +189,22 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   // ---------- items ----------
 
+  private forgetTermStats(): void {
+    this.termFrequency.clear();
+  }
+
+  /** How many chunks hold a term (as FTS5 tokenizes and stems it). */
+  private frequencyOf(term: string): number {
+    let df = this.termFrequency.get(term);
+    if (df === undefined) {
+      df = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items_fts WHERE items_fts MATCH ?", matchExpression([term])).one().n;
+      this.termFrequency.set(term, df);
+    }
+    return df;
+  }
+
   private upsertItems(items: { id: string; documentId: string | null; position: number; text: string | null; metadata: VectorMetadata; values?: ArrayLike<number> }[]): number[] {
+    this.forgetTermStats();
     const rowids: number[] = [];
     const vectors: { rowid: number; values: ArrayLike<number> }[] = [];
     for (const item of items) {
@@ -209,6 +226,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   }
 
   private deleteRows(rowids: number[]): void {
+    this.forgetTermStats();
     for (const rowid of rowids) {
       this.sql.exec("DELETE FROM items_fts WHERE rowid = ?", rowid);
       this.sql.exec("DELETE FROM items WHERE rowid = ?", rowid);
@@ -305,8 +323,11 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   /** BM25 over FTS5, restricted by the filter inside the same SQL statement. */
   async keywordSearch(text: string, options: { topK: number; filter?: FilterNode }): Promise<KeywordHit[]> {
-    const match = ftsQuery(text);
-    if (!match) return [];
+    const terms = queryTerms(text);
+    if (terms.length === 0) return [];
+    const chosen = selectTerms(terms, (t) => this.frequencyOf(t));
+    if (chosen.length === 0) return [];
+    const match = matchExpression(chosen);
     const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
     const where = options.filter ? filterToSql(options.filter) : undefined;
     // FTS5 ranks and cuts first (ORDER BY rank LIMIT is its fast path); rows are read only for the top.
@@ -373,6 +394,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.migrate();
+    this.forgetTermStats();
     this.loaded = false;
     this.count = 0;
     this.dims = 0;

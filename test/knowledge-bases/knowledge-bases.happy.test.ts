@@ -105,7 +105,7 @@ describe("knowledge bases: documents", () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const kb = await createKb(key, { chunk_size: 16 });
-    const sentences = Array.from({ length: 400 }, (_, i) => `Sentence number ${i} talks about topic ${i % 7} in plain words.`).join(" ");
+    const sentences = Array.from({ length: 1200 }, (_, i) => `Sentence number ${i} talks about topic ${i % 7} in plain words.`).join(" ");
     const res = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("big.txt", "text/plain", sentences));
     expect(res.status).toBe(200);
     const docId = (res.body.document_ids as string[])[0];
@@ -117,9 +117,9 @@ describe("knowledge bases: documents", () => {
       /* each alarm run is one step */
     }
     const after = (await send(`/v1/knowledge-base/${kb}/documents`, key)).body.documents as Body[];
-    expect(after[0], JSON.stringify(after[0])).toMatchObject({ _id: docId, status: "ready", chunkCount: 400 });
-    const q = await query(key, kb, { queries: ["Sentence number 399"], config: { retrieval_config: { search_mode: "keyword" } } });
-    expect(q.items[0].text).toContain("Sentence number 399");
+    expect(after[0], JSON.stringify(after[0])).toMatchObject({ _id: docId, status: "ready", chunkCount: 1200 });
+    const q = await query(key, kb, { queries: ["Sentence number 1199"], config: { retrieval_config: { search_mode: "keyword" } } });
+    expect(q.items[0].text).toContain("Sentence number 1199");
   });
 });
 

@@ -127,10 +127,11 @@ export function chunkText(text: string, options: ChunkOptions): TextChunk[] {
     let cursor = unit.from;
     while (cursor < unit.to) {
       const room = chunkSize - (chunkTo - chunkFrom);
-      if (room <= 0) {
-        // Only an over-long heading line can fill a chunk by itself; close it and go on.
+      if (room <= 0 && !(chunkTo > chunkFrom && unit.to - unit.from <= chunkSize)) {
+        // A full chunk before an over-long sentence (or an over-long heading line): close it and
+        // go on from the overlap.
         emit();
-        chunkFrom = cursor;
+        chunkFrom = Math.min(restartAt(chunkTo), cursor);
         chunkTo = cursor;
         chunkSection = section;
         continue;

@@ -48,7 +48,10 @@ export function quantize(values: ArrayLike<number>, out: Int8Array, offset: numb
 export class TopK {
   private scores: number[] = [];
   private items: number[] = [];
-  constructor(private readonly k: number) {}
+  private readonly k: number;
+  constructor(k: number) {
+    this.k = k;
+  }
 
   get threshold(): number {
     return this.scores.length < this.k ? -Infinity : this.scores[this.scores.length - 1];

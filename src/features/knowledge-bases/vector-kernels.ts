@@ -4,10 +4,11 @@ import { TopK } from "./vector-index";
  * Brute-force nearest-neighbour kernels over int8 vectors (value = q * scale per vector).
  * Up to EXACT_SCAN_LIMIT vectors every one is scored exactly. Above it, a first pass ranks all
  * vectors by the Hamming distance of their sign bits (8 words for 256 dims, a few ns each), and
- * the closest RESCORE_MIN (or 50 x topK) are scored exactly; this keeps 100k-vector queries at a
- * few milliseconds with near-exact recall, since the true top-k almost always sit in that pool.
+ * the closest pool (at least RESCORE_MIN, 50 x topK and 1/32 of the set) is scored exactly. With
+ * the static embedder on Cranfield text this finds 99.7% of the exact top 10 at 30k vectors and
+ * 98% at 100k, in a few milliseconds instead of ~70 ms for the exact scan (BENCHMARKS.md).
  */
-export const EXACT_SCAN_LIMIT = 20_000;
+export const EXACT_SCAN_LIMIT = 4_000;
 export const RESCORE_MIN = 2_000;
 
 export function dotInt8(q: Float32Array, data: Int8Array, off: number, dims: number): number {
@@ -77,7 +78,7 @@ export function nearest(set: VectorSet, query: Float32Array, k: number, exact = 
     distance[slot] = d;
     histogram[d]++;
   }
-  const pool = Math.min(count, Math.max(RESCORE_MIN, k * 50));
+  const pool = Math.min(count, Math.max(RESCORE_MIN, k * 50, Math.ceil(count / 32)));
   let cutoff = 0;
   for (let seen = 0; cutoff <= dims; cutoff++) {
     seen += histogram[cutoff];
