@@ -1,7 +1,8 @@
 // Knowledge-base benchmark: indexing throughput (chunks/s) and hybrid top-10 query latency
 // (p50/p99, end to end over HTTP: auth, D1 lookup, embedding, the index Durable Object) at 1k,
 // 10k and 100k chunks in one knowledge base. Text comes from the Cranfield abstracts
-// (../shared/data/cranfield) cut into sentences and recombined, so chunks read like real prose.
+// (../shared/data/cranfield): words drawn in their corpus frequencies, so term statistics are
+// those of real technical prose.
 // Options: --levels=1000,10000,100000  --queries=200  --chunk-size=48  --doc-chunks=2000  --keep
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -34,22 +35,22 @@ export async function run({ base, args }) {
   }
 
   const corpus = readFileSync(join(root, "../shared/data/cranfield/cran.all.1400"), "utf8");
-  const sentences = corpus
-    .split(/\n\.[ITABW].*\n/)
-    .join(" ")
-    .replace(/\s+/g, " ")
-    .split(/(?<=\s\.)\s/)
-    .map((s) => s.trim())
-    .filter((s) => s.split(" ").length >= 6 && s.split(" ").length <= 40);
+  // Words in their corpus frequencies; a sentence is 20 of them and a period (21 tokens), so with
+  // chunk_size 48 every chunk is exactly two sentences and the chunk counts land on the levels.
+  const words = corpus.toLowerCase().match(/\b[a-z]{2,}\b/g);
   const queries = readFileSync(join(root, "../shared/data/cranfield/cran.qry"), "utf8")
     .split(/^\.I .*$/m)
     .map((q) => q.replace(/^\s*\.W\s*/, "").replace(/\s+/g, " ").trim())
     .filter(Boolean);
   const random = rng(42);
-  /** One document of about `chunks` chunks: sentences of ~25 tokens, two per chunk. */
+  /** One document of exactly `chunks` chunks. */
   const makeDocument = (chunks) => {
     const parts = [];
-    for (let i = 0; i < chunks * 2; i++) parts.push(sentences[Math.floor(random() * sentences.length)]);
+    for (let i = 0; i < chunks * 2; i++) {
+      const sentence = [];
+      for (let w = 0; w < 20; w++) sentence.push(words[Math.floor(random() * words.length)]);
+      parts.push(`${sentence.join(" ")}.`);
+    }
     return parts.join(" ");
   };
 
