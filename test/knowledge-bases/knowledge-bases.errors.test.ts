@@ -111,6 +111,12 @@ describe("knowledge bases: query errors", () => {
     expect((await query(key, kb, { queries: ["x"], config: { question_answering_config: { advanced_qa_mode: "slow" } } })).body).toEqual(failed("invalid advanced QA mode: slow"));
   });
 
+  it("refuses to query with another embedding model than the knowledge base was indexed with", async () => {
+    const { key, kb } = await ownerKb();
+    expect(await query(key, kb, { queries: ["x"], config: { embedding_model: "other/model-768" } })).toMatchObject({ status: 409, body: failed("this knowledge base was indexed with loom/static-use-256; it cannot be queried with other/model-768") });
+    expect((await query(key, kb, { queries: ["x"], config: { embedding_model: "loom/static-use-256" } })).status).toBe(200);
+  });
+
   it("answers 400 naming the connection each model-backed option needs", async () => {
     const { key, kb } = await ownerKb();
     const chat = ["transform_query", "expand_query", "answer_multi_query", "generate_metadata_filters", "do_advanced_qa", "generate_ai_doc_summaries"];

@@ -117,6 +117,7 @@ const QueryConfig = z.object({
     }),
   ).optional(),
   score_cutoff: zNumber(-1e9, 1e9).optional(),
+  embedding_model: zString(1, 200).optional().openapi({ description: "Loom extension: the embedding model the caller expects; a knowledge base indexed with another answers 409." }),
 });
 
 export const QueryBody = z

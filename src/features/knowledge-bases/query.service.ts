@@ -99,6 +99,7 @@ export function planQuery(kb: KnowledgeBaseRow, input: QueryInput, hooks: QueryH
   const config = input.config;
   const meta = input.search_metadata;
   const queries = [...(input.queries ?? []), ...(input.query ? [input.query] : [])].map((q) => q.trim()).filter(Boolean);
+  if (config.embedding_model !== undefined && config.embedding_model !== kb.embeddingModel) throw conflict(`this knowledge base was indexed with ${kb.embeddingModel}; it cannot be queried with ${config.embedding_model}`);
   if (queries.length === 0) throw badRequest("queries: give at least one non-empty query");
   const unitText = config.retrieval_unit ?? "chunks";
   const unit = UNIT_ALIASES[unitText];
