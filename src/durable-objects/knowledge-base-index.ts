@@ -41,6 +41,21 @@ export interface KeywordHit {
   score: number;
 }
 
+/** Words as FTS5's unicode61 tokenizer counts them: the document length BM25 normalises by. */
+function wordCount(text: string): number {
+  let n = 0;
+  for (const _ of text.matchAll(/[\p{L}\p{N}]+/gu)) n++;
+  return n;
+}
+
+/** BM25 constants, as FTS5's bm25() uses them. */
+const BM25_K1 = 1.2;
+const BM25_B = 0.75;
+/** Cached posting entries above which the cache starts over (memory bound, ~10 bytes each). */
+const MAX_CACHED_POSTINGS = 4_000_000;
+
+class Rollback extends Error {}
+
 /** Sent back instead of throwing, since a thrown error loses its code across RPC. */
 export type IngestResult = { status: "ready"; chunks: number } | { status: "indexing"; remaining: number } | { status: "failed"; error: string };
 
@@ -62,6 +77,11 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private bitsCache: Uint32Array | null = null;
   /** Chunk frequency of search terms, kept until the next write. */
   private termFrequency = new Map<string, number>();
+  /** Keyword scoring state: chunk lengths by rowid, and posting lists (rowid, term count) by stemmed term. */
+  private lengths: { byRowid: Float32Array; count: number; total: number } | null = null;
+  private postings = new Map<string, { rows: Int32Array; tfs: Uint16Array }>();
+  private postingsSize = 0;
+  private scoreBuffer = new Float64Array(0);
   private loaded = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -76,10 +96,15 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       CREATE TABLE IF NOT EXISTS items (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, document_id TEXT, position INTEGER NOT NULL DEFAULT 0, text TEXT, metadata TEXT NOT NULL DEFAULT '{}');
       CREATE INDEX IF NOT EXISTS items_document ON items(document_id);
       CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(text, tokenize = 'porter unicode61');
+      CREATE VIRTUAL TABLE IF NOT EXISTS items_terms USING fts5vocab(items_fts, instance);
+      CREATE VIRTUAL TABLE IF NOT EXISTS scratch_fts USING fts5(text, tokenize = 'porter unicode61');
+      CREATE VIRTUAL TABLE IF NOT EXISTS scratch_terms USING fts5vocab(scratch_fts, row);
       CREATE TABLE IF NOT EXISTS vector_blocks (block INTEGER PRIMARY KEY, count INTEGER NOT NULL, rowids BLOB NOT NULL, scales BLOB NOT NULL, data BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS pending (document_id TEXT NOT NULL, position INTEGER NOT NULL, kb_id TEXT NOT NULL, model TEXT NOT NULL, chunk TEXT NOT NULL, PRIMARY KEY (document_id, position));
     `);
+    const columns = this.sql.exec<{ name: string }>("PRAGMA table_info(items)").toArray();
+    if (!columns.some((c) => c.name === "tokens")) this.sql.exec("ALTER TABLE items ADD COLUMN tokens INTEGER");
   }
 
   // ---------- vectors in memory ----------
@@ -191,6 +216,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   private forgetTermStats(): void {
     this.termFrequency.clear();
+    this.lengths = null;
+    this.postings.clear();
+    this.postingsSize = 0;
   }
 
   /** How many chunks hold a term (as FTS5 tokenizes and stems it). */
@@ -212,10 +240,10 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       let rowid: number;
       if (existing) {
         rowid = existing.rowid;
-        this.sql.exec("UPDATE items SET document_id = ?, position = ?, text = ?, metadata = ? WHERE rowid = ?", item.documentId, item.position, item.text, JSON.stringify(item.metadata), rowid);
+        this.sql.exec("UPDATE items SET document_id = ?, position = ?, text = ?, metadata = ?, tokens = ? WHERE rowid = ?", item.documentId, item.position, item.text, JSON.stringify(item.metadata), item.text ? wordCount(item.text) : null, rowid);
         this.sql.exec("DELETE FROM items_fts WHERE rowid = ?", rowid);
       } else {
-        rowid = this.sql.exec<{ rowid: number }>("INSERT INTO items (id, document_id, position, text, metadata) VALUES (?, ?, ?, ?, ?) RETURNING rowid", item.id, item.documentId, item.position, item.text, JSON.stringify(item.metadata)).one().rowid;
+        rowid = this.sql.exec<{ rowid: number }>("INSERT INTO items (id, document_id, position, text, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?) RETURNING rowid", item.id, item.documentId, item.position, item.text, JSON.stringify(item.metadata), item.text ? wordCount(item.text) : null).one().rowid;
       }
       if (item.text) this.sql.exec("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", rowid, item.text);
       if (item.values) vectors.push({ rowid, values: item.values });
@@ -321,6 +349,87 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   // ---------- RPC: chunks and keyword search ----------
 
+  /** The stemmed forms FTS5 gives these words: read from a scratch FTS5 table, rolled back. */
+  private stems(words: string[]): string[] {
+    let out: string[] = [];
+    try {
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec("INSERT INTO scratch_fts (rowid, text) VALUES (1, ?)", words.join(" "));
+        out = this.sql.exec<{ term: string }>("SELECT term FROM scratch_terms").toArray().map((r) => r.term);
+        throw new Rollback();
+      });
+    } catch (error) {
+      if (!(error instanceof Rollback)) throw error;
+    }
+    return out;
+  }
+
+  private chunkLengths(): { byRowid: Float32Array; count: number; total: number } {
+    if (this.lengths) return this.lengths;
+    const rows = this.sql.exec<{ rowid: number; tokens: number | null; text: string | null }>("SELECT rowid, tokens, CASE WHEN tokens IS NULL THEN text END AS text FROM items WHERE text IS NOT NULL AND text != ''").toArray();
+    let max = 0;
+    for (const r of rows) max = Math.max(max, r.rowid);
+    const byRowid = new Float32Array(max + 1);
+    let total = 0;
+    for (const r of rows) {
+      const n = r.tokens ?? wordCount(r.text ?? "");
+      byRowid[r.rowid] = n;
+      total += n;
+    }
+    this.lengths = { byRowid, count: rows.length, total };
+    return this.lengths;
+  }
+
+  /** Which chunks hold a stemmed term, and how often: FTS5's own index, read once and cached. */
+  private postingsOf(stem: string): { rows: Int32Array; tfs: Uint16Array } {
+    const cached = this.postings.get(stem);
+    if (cached) return cached;
+    const rows = this.sql.exec<{ doc: number; n: number }>("SELECT doc, count(*) AS n FROM items_terms WHERE term = ? GROUP BY doc", stem).toArray();
+    const entry = { rows: Int32Array.from(rows, (r) => r.doc), tfs: Uint16Array.from(rows, (r) => Math.min(r.n, 65535)) };
+    if (this.postingsSize + rows.length > MAX_CACHED_POSTINGS) {
+      this.postings.clear();
+      this.postingsSize = 0;
+    }
+    this.postings.set(stem, entry);
+    this.postingsSize += rows.length;
+    return entry;
+  }
+
+  /**
+   * BM25 exactly as FTS5's bm25() computes it (same index, stemming, k1, b and idf floor), summed
+   * in memory over cached posting lists, so a query costs a pass over its terms' postings instead
+   * of a ranking-function call per matching row.
+   */
+  private bm25(terms: string[], topK: number, allowed: Set<number> | undefined): { rowid: number; score: number }[] {
+    const stems = this.stems(terms);
+    const { byRowid, count, total } = this.chunkLengths();
+    if (count === 0 || stems.length === 0) return [];
+    const avgdl = total / count;
+    if (this.scoreBuffer.length < byRowid.length) this.scoreBuffer = new Float64Array(byRowid.length);
+    const scores = this.scoreBuffer;
+    const touched: number[] = [];
+    for (const stem of stems) {
+      const { rows, tfs } = this.postingsOf(stem);
+      if (rows.length === 0) continue;
+      let idf = Math.log((count - rows.length + 0.5) / (rows.length + 0.5));
+      if (idf <= 0) idf = 1e-6;
+      for (let i = 0; i < rows.length; i++) {
+        const rowid = rows[i];
+        if (rowid >= byRowid.length || (allowed && !allowed.has(rowid))) continue;
+        const tf = tfs[i];
+        const s = (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * byRowid[rowid]) / avgdl));
+        if (scores[rowid] === 0) touched.push(rowid);
+        scores[rowid] += s;
+      }
+    }
+    const best = new TopK(topK);
+    for (const rowid of touched) {
+      best.push(scores[rowid], rowid);
+      scores[rowid] = 0;
+    }
+    return best.sorted().map((r) => ({ rowid: r.item, score: r.score }));
+  }
+
   /** BM25 over FTS5, restricted by the filter inside the same SQL statement. */
   async keywordSearch(text: string, options: { topK: number; filter?: FilterNode }): Promise<KeywordHit[]> {
     const terms = queryTerms(text);
@@ -329,24 +438,29 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     if (chosen.length === 0) return [];
     const match = matchExpression(chosen);
     const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
-    const where = options.filter ? filterToSql(options.filter) : undefined;
-    // FTS5 ranks and cuts first (ORDER BY rank LIMIT is its fast path); rows are read only for the top.
-    const rows = this.sql
-      .exec<{ rowid: number; score: number }>(
-        `SELECT rowid, rank AS score FROM items_fts WHERE items_fts MATCH ? ${where ? `AND rowid IN (SELECT rowid FROM items WHERE ${where.sql})` : ""} ORDER BY rank LIMIT ?`,
-        match,
-        ...(where?.params ?? []),
-        topK,
-      )
-      .toArray();
+    let rows: { rowid: number; score: number }[];
+    try {
+      rows = this.bm25(chosen, topK, options.filter ? this.allowedRowids(options.filter) : undefined);
+    } catch (error) {
+      // The in-memory scorer is an accelerator: if it fails, FTS5 ranks the same way in SQL.
+      console.error(JSON.stringify({ level: "warn", what: "in-memory BM25 failed; using FTS5 rank", error: error instanceof Error ? error.message : String(error) }));
+      const where = options.filter ? filterToSql(options.filter) : undefined;
+      rows = this.sql
+        .exec<{ rowid: number; score: number }>(
+          `SELECT rowid, -rank AS score FROM items_fts WHERE items_fts MATCH ? ${where ? `AND rowid IN (SELECT rowid FROM items WHERE ${where.sql})` : ""} ORDER BY rank LIMIT ?`,
+          match,
+          ...(where?.params ?? []),
+          topK,
+        )
+        .toArray();
+    }
     const info = this.rowsOf(rows.map((r) => r.rowid), options.filter !== undefined);
     const hits: KeywordHit[] = [];
     for (const row of rows) {
       const item = info.get(row.rowid);
       if (!item) continue;
       if (options.filter && !matchesFilter(options.filter, item.metadata)) continue;
-      // bm25() is lower-is-better and negative; report it as a positive relevance.
-      hits.push({ id: item.id, score: -row.score });
+      hits.push({ id: item.id, score: row.score });
     }
     return hits;
   }

@@ -1,4 +1,4 @@
-import { env, runDurableObjectAlarm } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call, seedOrg } from "../helpers";
 import { createKb, fileData, indexText, post, query, seedCorpus, send, CORPUS, type Body } from "./kb-fixtures";
@@ -332,5 +332,20 @@ describe("knowledge bases: the index Durable Object", () => {
     await kbStub(kb).dropMemory();
     const after = await query(key, kb, body);
     expect(after.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
+  });
+
+  it("scores keywords exactly as FTS5's bm25() ranks them", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key, { chunk_size: 32 });
+    const text = Array.from({ length: 60 }, (_, i) => `Turbulent flow ${i % 3 === 0 ? "over heated plates" : "in pipes"} changes pressure ${i % 5 === 0 ? "and heat transfer rates rise sharply" : "slowly"}.`).join(" ");
+    await indexText(key, kb, "flows.txt", text);
+    const q = await query(key, kb, { queries: ["heated plates heat transfer"], search_metadata: { top_k: 20 }, config: { retrieval_config: { search_mode: "keyword" } } });
+    const sql = await runInDurableObject(kbStub(kb), (_instance, state) =>
+      state.storage.sql.exec<{ id: string; score: number }>(`SELECT items.id AS id, -bm25(items_fts) AS score FROM items_fts JOIN items ON items.rowid = items_fts.rowid WHERE items_fts MATCH '"heated" OR "plates" OR "heat" OR "transfer"' ORDER BY bm25(items_fts) LIMIT 20`).toArray(),
+    );
+    expect(q.items.length).toBe(sql.length);
+    q.items.forEach((item, i) => expect(Number(item.score)).toBeCloseTo(sql[i].score, 4));
+    expect(new Set(q.items.slice(0, 5).map((i) => i.id))).toEqual(new Set(sql.slice(0, 5).map((r) => r.id)));
   });
 });
