@@ -82,6 +82,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private postings = new Map<string, { rows: Int32Array; tfs: Uint16Array }>();
   private postingsSize = 0;
   private scoreBuffer = new Float64Array(0);
+  private stemCache = new Map<string, string[]>();
   private loaded = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -98,7 +99,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(text, tokenize = 'porter unicode61');
       CREATE VIRTUAL TABLE IF NOT EXISTS items_terms USING fts5vocab(items_fts, instance);
       CREATE VIRTUAL TABLE IF NOT EXISTS scratch_fts USING fts5(text, tokenize = 'porter unicode61');
-      CREATE VIRTUAL TABLE IF NOT EXISTS scratch_terms USING fts5vocab(scratch_fts, row);
+      CREATE VIRTUAL TABLE IF NOT EXISTS scratch_words USING fts5vocab(scratch_fts, instance);
       CREATE TABLE IF NOT EXISTS vector_blocks (block INTEGER PRIMARY KEY, count INTEGER NOT NULL, rowids BLOB NOT NULL, scales BLOB NOT NULL, data BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS pending (document_id TEXT NOT NULL, position INTEGER NOT NULL, kb_id TEXT NOT NULL, model TEXT NOT NULL, chunk TEXT NOT NULL, PRIMARY KEY (document_id, position));
@@ -349,19 +350,28 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   // ---------- RPC: chunks and keyword search ----------
 
-  /** The stemmed forms FTS5 gives these words: read from a scratch FTS5 table, rolled back. */
+  /**
+   * The stemmed forms FTS5 gives these words: each uncached word is written as one row of a
+   * scratch FTS5 table, its terms read back, and the write rolled back. Stemming never changes,
+   * so the answers are kept (bounded) for the object's lifetime.
+   */
   private stems(words: string[]): string[] {
-    let out: string[] = [];
-    try {
-      this.ctx.storage.transactionSync(() => {
-        this.sql.exec("INSERT INTO scratch_fts (rowid, text) VALUES (1, ?)", words.join(" "));
-        out = this.sql.exec<{ term: string }>("SELECT term FROM scratch_terms").toArray().map((r) => r.term);
-        throw new Rollback();
-      });
-    } catch (error) {
-      if (!(error instanceof Rollback)) throw error;
+    const missing = words.filter((w) => !this.stemCache.has(w));
+    if (missing.length) {
+      const found = new Map<string, string[]>(missing.map((w) => [w, []]));
+      try {
+        this.ctx.storage.transactionSync(() => {
+          missing.forEach((word, i) => this.sql.exec("INSERT INTO scratch_fts (rowid, text) VALUES (?, ?)", i + 1, word));
+          for (const row of this.sql.exec<{ term: string; doc: number }>("SELECT term, doc FROM scratch_words").toArray()) found.get(missing[row.doc - 1])?.push(row.term);
+          throw new Rollback();
+        });
+      } catch (error) {
+        if (!(error instanceof Rollback)) throw error;
+      }
+      if (this.stemCache.size > 50_000) this.stemCache.clear();
+      for (const [word, terms] of found) this.stemCache.set(word, terms);
     }
-    return out;
+    return [...new Set(words.flatMap((w) => this.stemCache.get(w) ?? []))];
   }
 
   private chunkLengths(): { byRowid: Float32Array; count: number; total: number } {
