@@ -475,6 +475,16 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     return hits;
   }
 
+  /**
+   * Keyword and vector retrieval in one call (Loom's own vector index): one round trip instead of
+   * two, since this object serves its requests one at a time anyway.
+   */
+  async search(request: { text: string; vector?: number[]; filter?: FilterNode; topK: number; keyword: boolean }): Promise<{ keyword: KeywordHit[]; vector: KeywordHit[] }> {
+    const keyword = request.keyword ? await this.keywordSearch(request.text, { topK: request.topK, filter: request.filter }) : [];
+    const vector = request.vector ? (await this.vectorQuery(request.vector, { topK: request.topK, filter: request.filter })).matches.map((m) => ({ id: m.id, score: m.score })) : [];
+    return { keyword, vector };
+  }
+
   async getChunks(ids: string[]): Promise<StoredChunk[]> {
     const out: StoredChunk[] = [];
     for (let i = 0; i < ids.length; i += 90) {

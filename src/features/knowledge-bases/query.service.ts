@@ -7,6 +7,7 @@ import { maxFusion, reciprocalRankFusion, weightedFusion, type Scored } from "./
 import { resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
 import { vectorIndexOf, visibleKnowledgeBase } from "./knowledge-bases.service";
+import { vectorIndexFor } from "./vector-backend";
 import type { QueryInput } from "./knowledge-bases.schemas";
 
 /**
@@ -145,10 +146,17 @@ function candidateDepth(plan: QueryPlan): number {
 async function retrieveOne(env: Env, plan: QueryPlan, query: string, vector: Float32Array | undefined): Promise<Scored[]> {
   const depth = candidateDepth(plan);
   const stub = indexStub(env, plan.kb.id);
-  const [keyword, semantic] = await Promise.all([
-    plan.mode !== "vector" ? stub.keywordSearch(query, { topK: depth, filter: plan.filter }) : Promise.resolve([]),
-    plan.mode !== "keyword" && vector ? vectorIndexOf(env, plan.kb.id).query(vector, { topK: depth, filter: plan.filter }).then((r) => r.matches.map((m) => ({ id: m.id, score: m.score }))) : Promise.resolve([]),
-  ]);
+  let keyword: Scored[];
+  let semantic: Scored[];
+  if (!vectorIndexFor(env, plan.kb.id)) {
+    // Loom's own index answers both halves in one round trip.
+    ({ keyword, vector: semantic } = await stub.search({ text: query, vector: plan.mode !== "keyword" && vector ? Array.from(vector) : undefined, filter: plan.filter, topK: depth, keyword: plan.mode !== "vector" }));
+  } else {
+    [keyword, semantic] = await Promise.all([
+      plan.mode !== "vector" ? stub.keywordSearch(query, { topK: depth, filter: plan.filter }) : Promise.resolve([]),
+      plan.mode !== "keyword" && vector ? vectorIndexOf(env, plan.kb.id).query(vector, { topK: depth, filter: plan.filter }).then((r) => r.matches.map((m) => ({ id: m.id, score: m.score }))) : Promise.resolve([]),
+    ]);
+  }
   if (plan.mode === "keyword") return keyword;
   if (plan.mode === "vector") return semantic;
   if (plan.fusion === "weighted") return weightedFusion(semantic, keyword, plan.alpha);
