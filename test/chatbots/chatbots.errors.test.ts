@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
+import { createKb } from "../knowledge-bases/kb-fixtures";
 import { body, chatbotApp, createChatbot, deployPublic, run, sseEvents } from "./harness";
 
 describe("chatbots: creation and lookup errors", () => {
@@ -18,6 +19,9 @@ describe("chatbots: creation and lookup errors", () => {
     expect(await create({ name: "a", system_prompt: "p", model: "no-slash" })).toEqual({ status: 400, body: { status: "failed", error: "model: must be <connection>/<model>" } });
     expect(await create({ name: "a", system_prompt: "p", follow_up_questions: 9 })).toMatchObject({ status: 400, body: { error: expect.stringContaining("follow_up_questions") } });
     expect(await create({ name: "a", knowledge_base_ids: ["nothex"] })).toMatchObject({ status: 400, body: { error: expect.stringContaining("knowledge_base_ids") } });
+    expect(await create({ name: "a", knowledge_base_ids: ["0123456789abcdef01234567"] })).toEqual({ status: 400, body: { status: "failed", error: "knowledge_base_ids: no knowledge base 0123456789abcdef01234567 in this organization" } });
+    const foreignKb = await createKb((await seedOrg()).owner.apiKey);
+    expect(await create({ name: "a", knowledge_base_ids: [foreignKb] })).toEqual({ status: 400, body: { status: "failed", error: `knowledge_base_ids: no knowledge base ${foreignKb} in this organization` } });
     expect((await create({ name: "dup", system_prompt: "p" })).status).toBe(200);
     expect(await create({ name: "dup", system_prompt: "p" })).toEqual({ status: 409, body: { status: "failed", error: "you already have a chatbot named 'dup'" } });
 

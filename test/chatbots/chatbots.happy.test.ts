@@ -2,6 +2,9 @@ import { describe, expect, it } from "vitest";
 import { bearer, form, json, seedOrg } from "../helpers";
 import { TELEPHONY_TOKEN, WORKSPACE_BOT_TOKEN, WORKSPACE_SIGNING, signTelephony, signWorkspace } from "./webhook-signing";
 import { conversationNameFrom, countTokens, cutHistory } from "../../src/features/chatbots/history-budget";
+import { createKb, indexText } from "../knowledge-bases/kb-fixtures";
+import { env } from "cloudflare:test";
+import { productionChatbotServices } from "../../src/features/chatbots/chatbot-services";
 import { KB_SOURCE, body, chatbotApp, createChatbot, deployPublic, run, sseEvents } from "./harness";
 
 describe("chatbots: records", () => {
@@ -138,10 +141,31 @@ describe("chatbots: running", () => {
   it("answers from knowledge bases with their sources", async () => {
     const app = chatbotApp();
     const org = await seedOrg();
-    const id = await createChatbot(app, org.owner.apiKey, { knowledge_base_ids: ["c".repeat(24)], query_options: { top_k: 3 } });
+    const kb = await createKb(org.owner.apiKey);
+    const id = await createChatbot(app, org.owner.apiKey, { knowledge_base_ids: [kb], query_options: { top_k: 3 } });
     const answered = await run(app, org.owner.apiKey, id, { text: "How are messages stored?" });
     expect(answered.body).toMatchObject({ status: "success", sources: [KB_SOURCE] });
     expect(app.recorded.answers[0].sources).toEqual([KB_SOURCE]);
+  });
+
+  it("queries real knowledge bases with the owner's rights, best passages first (production knowledge-base wiring)", async () => {
+    const production = productionChatbotServices(env);
+    const app = chatbotApp({ queryKnowledgeBases: production.queryKnowledgeBases });
+    const org = await seedOrg();
+    const glaciers = await createKb(org.owner.apiKey);
+    const deserts = await createKb(org.owner.apiKey);
+    await indexText(org.owner.apiKey, glaciers, "ice.txt", "Glaciers carve valleys and leave moraines behind when they retreat.");
+    await indexText(org.owner.apiKey, deserts, "sand.txt", "Deserts receive very little rain and have sparse plants.");
+    const id = await createChatbot(app, org.owner.apiKey, { knowledge_base_ids: [glaciers, deserts], query_options: { top_k: 2 } });
+    await deployPublic(app, org.owner.token, id, { show_sources: "true" });
+    // A visitor has no account: the passages are read with the chatbot owner's rights.
+    const answered = await body(await app.request(`/chatbots/deployed/${id}/run`, json({ text: "What do glaciers leave behind when they retreat?" })));
+    const sources = answered.sources as { knowledgeBaseId: string; name: string; text: string; score: number }[];
+    expect(sources.length).toBeGreaterThan(0);
+    expect(sources[0]).toMatchObject({ knowledgeBaseId: glaciers, name: "ice.txt" });
+    expect(sources[0].text).toContain("moraines");
+    expect(sources.map((s) => s.score)).toEqual([...sources.map((s) => s.score)].sort((a, b) => b - a));
+    expect(app.recorded.answers[0].sources).toEqual(sources);
   });
 
   it("terminates the answer in progress and any message waiting behind it", async () => {
@@ -230,7 +254,7 @@ describe("chatbots: deployment and the public surface", () => {
   it("deploys with presentation settings, shows a public profile, and lets a visitor talk with a signed session", async () => {
     const app = chatbotApp();
     const org = await seedOrg();
-    const id = await createChatbot(app, org.owner.apiKey, { knowledge_base_ids: ["d".repeat(24)] });
+    const id = await createChatbot(app, org.owner.apiKey, { knowledge_base_ids: [await createKb(org.owner.apiKey)] });
     await deployPublic(app, org.owner.token, id, { display_name: "Helpdesk", greeting: "Hi!", primary_color: "#112233", suggested_questions: JSON.stringify(["Prices?"]), show_sources: "true" });
 
     const profile = await body(await app.request(`/chatbots/deployed/${id}`));

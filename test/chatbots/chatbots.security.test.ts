@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
+import { createKb } from "../knowledge-bases/kb-fixtures";
 import { body, chatbotApp, createChatbot, deployPublic, run } from "./harness";
 import { TELEPHONY_TOKEN, WORKSPACE_BOT_TOKEN, WORKSPACE_SIGNING, signTelephony, signWorkspace } from "./webhook-signing";
 
@@ -89,7 +90,8 @@ describe("chatbots: the public surface", () => {
     const app = chatbotApp();
     const org = await seedOrg();
     await call("/admin/connections/create", form({ name: "canaryconn", kind: "openai", secret: "sk-CANARY-CONNECTION-KEY" }, bearer(org.owner.token)));
-    const id = await createChatbot(app, org.owner.apiKey, { system_prompt: "CANARY-PROMPT secret instructions", model: "canaryconn/CANARY-MODEL", knowledge_base_ids: ["e".repeat(24)] });
+    const kb = await createKb(org.owner.apiKey);
+    const id = await createChatbot(app, org.owner.apiKey, { system_prompt: "CANARY-PROMPT secret instructions", model: "canaryconn/CANARY-MODEL", knowledge_base_ids: [kb] });
     const t = bearer(org.owner.token);
     await app.request("/chatbots/update/telephony", form({ chatbot_id: id, account_sid: "CANARY-SID", auth_token: "CANARY-TELEPHONY-TOKEN", enabled: "true" }, t));
     await app.request("/chatbots/update/chatworkspace", form({ chatbot_id: id, signing_secret: "CANARY-SIGNING", bot_token: "CANARY-BOT-TOKEN", enabled: "true" }, t));
@@ -100,7 +102,7 @@ describe("chatbots: the public surface", () => {
     const res = await app.request(`/chatbots/deployed/${id}`);
     expect(res.status).toBe(200);
     const text = await res.text();
-    for (const canary of ["CANARY", "canaryconn", org.owner.userId, org.orgId, "e".repeat(24), "pbkdf2", "Be brief"]) expect(text).not.toContain(canary);
+    for (const canary of ["CANARY", "canaryconn", org.owner.userId, org.orgId, kb, "pbkdf2", "Be brief"]) expect(text).not.toContain(canary);
     expect(JSON.parse(text)).toMatchObject({ chatbot: { _id: id, greeting: "Hello", access: { mode: "password" } } });
 
     // Secrets are write-only for the organization too.

@@ -1,8 +1,13 @@
-import type { Env } from "../../env";
+import { eq } from "drizzle-orm";
+import type { AuthContext, Env } from "../../env";
 import type { ChatMessage } from "../../providers/types";
 import type { MessageSource } from "../../durable-objects/conversation-object";
 import { AppError } from "../../lib/errors";
+import { database } from "../../db/client";
+import { users } from "../../db/schema/identity";
 import { resolveConnectionsOfKind } from "../connections/connections.service";
+import { queryKnowledgeBase } from "../knowledge-bases/query.service";
+import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
 
 export type { MessageSource };
 
@@ -61,10 +66,40 @@ export interface ChatbotServices {
 
 export type ChatbotServicesFactory = (env: Env) => ChatbotServices;
 
+/** The chatbot owner's rights, for work done on a visitor's or an integration's behalf. */
+async function ownerAuth(env: Env, orgId: string, userId: string): Promise<AuthContext> {
+  const rows = await database(env).select({ role: users.role, suspended: users.suspended, orgId: users.orgId }).from(users).where(eq(users.id, userId)).limit(1);
+  const owner = rows[0];
+  if (!owner || owner.suspended || owner.orgId !== orgId) throw new AppError("forbidden", "the chatbot's owner can no longer use it");
+  return { userId, orgId, role: owner.role, via: "api_key" };
+}
+
+/** Every knowledge base's best passages, merged by score. */
+async function queryKnowledge(env: Env, query: KnowledgeQuery): Promise<MessageSource[]> {
+  if (query.knowledgeBaseIds.length === 0) return [];
+  const auth = await ownerAuth(env, query.orgId, query.userId);
+  const body = QueryBody.parse({ queries: [query.query], search_metadata: { top_k: query.topK }, config: query.scoreCutoff === null ? {} : { score_cutoff: query.scoreCutoff } });
+  const results = await Promise.all(query.knowledgeBaseIds.map(async (kbId) => ({ kbId, result: await queryKnowledgeBase(env, auth, kbId, body) })));
+  return results
+    .flatMap(({ kbId, result }) =>
+      (result.chunks ?? []).map((item) => ({
+        knowledgeBaseId: kbId,
+        documentId: item.document_id,
+        chunkId: item.id,
+        name: typeof item.metadata.name === "string" ? item.metadata.name : null,
+        score: item.score,
+        text: item.text,
+      })),
+    )
+    .sort((a, b) => b.score - a.score)
+    .slice(0, query.topK);
+}
+
 /*
- * Production wiring. The provider layer (chat models, the extractive answerer, transcribers), the
- * knowledge-base query service and the pipeline runner are built on other branches; until they
- * are merged here each path answers a clear 503 naming what is missing, never invented output.
+ * Production wiring. Knowledge bases are queried through the knowledge-base feature. The provider
+ * layer (chat models, the extractive answerer, transcribers) and the pipeline runner are built on
+ * other branches; until they are merged here those paths answer a clear 503 naming what is
+ * missing, never invented output.
  */
 const notInstalled = (what: string): AppError => new AppError("unavailable", `${what} is not installed on this server yet`);
 
@@ -72,10 +107,7 @@ export const productionChatbotServices: ChatbotServicesFactory = (env) => ({
   answer(): AsyncIterable<AnswerEvent> {
     throw notInstalled("built-in answering (the model provider layer)");
   },
-  async queryKnowledgeBases(query) {
-    if (query.knowledgeBaseIds.length === 0) return [];
-    throw notInstalled("knowledge-base querying");
-  },
+  queryKnowledgeBases: (query) => queryKnowledge(env, query),
   async runPipeline() {
     throw notInstalled("the pipeline runner");
   },

@@ -3,6 +3,7 @@ import type { AuthContext, Env, Role } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { chatbots, chatbotConversations } from "../../db/schema/chatbots";
 import { connections, users } from "../../db/schema/identity";
+import { knowledgeBases } from "../../db/schema/knowledge-bases";
 import { AppError, badRequest } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { assertCanCreate, assertVisible, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
@@ -124,6 +125,11 @@ async function assertModelConnection(env: Env, auth: AuthContext, model: string)
   if (!found[0]) throw badRequest(`model: no connection named '${connectionName}' in this organization`);
 }
 
+async function assertKnowledgeBase(env: Env, auth: AuthContext, kbId: string): Promise<void> {
+  const found = await database(env).select({ id: knowledgeBases.id }).from(knowledgeBases).where(and(eq(knowledgeBases.id, kbId), eq(knowledgeBases.orgId, auth.orgId))).limit(1);
+  if (!found[0]) throw badRequest(`knowledge_base_ids: no knowledge base ${kbId} in this organization`);
+}
+
 export async function createChatbot(env: Env, auth: AuthContext, input: ChatbotCreateInput): Promise<ChatbotRow> {
   assertCanCreate(auth);
   const pipelineId = input.pipeline?.id ?? input.pipeline_id ?? null;
@@ -133,6 +139,7 @@ export async function createChatbot(env: Env, auth: AuthContext, input: ChatbotC
     throw badRequest("give either pipeline.id, or knowledge_base_ids, a system_prompt and optionally a model");
   }
   if (input.model) await assertModelConnection(env, auth, input.model);
+  for (const kbId of new Set(input.knowledge_base_ids ?? [])) await assertKnowledgeBase(env, auth, kbId);
   const now = new Date().toISOString();
   const row: ChatbotRow = {
     id: newId(),
