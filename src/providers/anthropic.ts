@@ -122,6 +122,7 @@ export class AnthropicChatModel implements ChatModel {
     const toolCalls: ToolCall[] = [];
     // A tool_use block's input arrives as JSON fragments between its start and stop events.
     const openTools = new Map<number, { id: string; name: string; json: string }>();
+    let stopped = false;
     for await (const sse of readSse(response.body, deadline)) {
       let event: StreamEvent;
       try {
@@ -166,12 +167,17 @@ export class AnthropicChatModel implements ChatModel {
           // The running output count is cumulative, so the last one wins.
           if (event.usage?.output_tokens !== undefined) usage.output_tokens = event.usage.output_tokens;
           break;
+        case "message_stop":
+          stopped = true;
+          break;
         case "error":
           throw providerFailed(t, `${event.error?.type ?? "error"}: ${event.error?.message ?? "the stream reported an error"}`);
         default:
           break;
       }
     }
+    // A stream cut off before message_stop is a failed call, not a short answer.
+    if (!stopped) throw providerFailed(t, "the stream ended before message_stop");
     yield { type: "done", result: { text, toolCalls, usage, model: this.model } };
   }
 }

@@ -118,8 +118,12 @@ export class OpenAiChatModel implements ChatModel {
     let usage: TokenUsage = { input_tokens: 0, output_tokens: 0 };
     // Tool calls arrive as fragments keyed by index: the id and name first, the arguments in pieces.
     const partial = new Map<number, { id: string; name: string; args: string }>();
+    let finished = false;
     for await (const event of readSse(response.body, deadline)) {
-      if (event.data === "[DONE]") break;
+      if (event.data === "[DONE]") {
+        finished = true;
+        break;
+      }
       let chunk: CompletionChunk;
       try {
         chunk = JSON.parse(event.data) as CompletionChunk;
@@ -128,6 +132,7 @@ export class OpenAiChatModel implements ChatModel {
       }
       if (chunk.usage) usage = usageOf(chunk.usage);
       for (const choice of chunk.choices ?? []) {
+        if (choice.finish_reason) finished = true;
         const piece = choice.delta?.content;
         if (piece) {
           text += piece;
@@ -142,6 +147,8 @@ export class OpenAiChatModel implements ChatModel {
         }
       }
     }
+    // Servers end with [DONE] or at least a finish_reason; a stream with neither was cut off.
+    if (!finished) throw providerFailed(t, "the stream ended before it finished");
     const toolCalls: ToolCall[] = [...partial.entries()].sort(([a], [b]) => a - b).map(([, call]) => ({ id: call.id, name: call.name, arguments: parseArguments(call.args) }));
     for (const call of toolCalls) yield { type: "tool_call", call };
     yield { type: "done", result: { text, toolCalls, usage, model: this.model } };

@@ -1,5 +1,5 @@
 import type { AuthContext, Env } from "../env";
-import { badRequest } from "../lib/errors";
+import { badRequest, type AppError } from "../lib/errors";
 import { resolveConnection, resolveConnectionsOfKind, type ResolvedConnection } from "../features/connections/connections.service";
 import type { ConnectionKind } from "../features/connections/connections.schemas";
 import { AnthropicChatModel } from "./anthropic";
@@ -67,8 +67,8 @@ function kindList(purpose: Purpose): string {
 }
 
 /** The 400 for a capability with no provider: it says which connection to add, and where. */
-export function noProvider(purpose: Purpose, what: string): Error {
-  return badRequest(`${what} needs a ${purpose} model: add a connection of kind ${kindList(purpose)} (POST /admin/connections/create) or name a model as <connection>/<model>`);
+export function noProvider(purpose: Purpose, what: string): AppError {
+  return badRequest(`${what} needs ${purpose === "embedding" ? "an" : "a"} ${purpose} model: add a connection of kind ${kindList(purpose)} (POST /admin/connections/create) or name a model as <connection>/<model>`);
 }
 
 function transportFor(connection: { kind: string; name: string }, secrets: (string | null)[], deps: ProviderDeps): ProviderTransport {

@@ -224,3 +224,16 @@ describe("providers: Workers AI binding", () => {
     expect(ai.calls).toHaveLength(2);
   });
 });
+
+describe("providers: Workers AI over REST", () => {
+  it("uses the account's REST endpoint with the connection's token when settings.account_id is set", async () => {
+    const org = await seedOrg();
+    await connect(org, { name: "cfrest", kind: "workers_ai", secret: "cf-token-424242", settings: { account_id: "acc123" } });
+    const net = new FakeNetwork().on("https://api.cloudflare.com/client/v4/accounts/acc123/ai/run/", () => Response.json({ success: true, result: { response: "via REST" } }));
+    const chat = await chatModelFor(env, org, undefined, { fetch: net.fetch, ai: new FakeAi() });
+    expect((await chat.complete({ messages: [{ role: "user", content: "hi" }] })).text).toBe("via REST");
+    expect(net.received[0]?.url).toBe("https://api.cloudflare.com/client/v4/accounts/acc123/ai/run/@cf/meta/llama-3.1-8b-instruct");
+    expect(net.received[0]?.headers.authorization).toBe("Bearer cf-token-424242");
+    expect(net.received[0]?.json).toEqual({ messages: [{ role: "user", content: "hi" }] });
+  });
+});
