@@ -5,6 +5,7 @@ import { requestId } from "./middleware/request-id";
 import { registerAuthRoutes } from "./features/auth/auth.routes";
 import { registerAdminRoutes } from "./features/admin/admin.routes";
 import { registerConnectionRoutes } from "./features/connections/connections.routes";
+import { registerAgentRoutes } from "./features/agents/agents.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
 
 /** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
@@ -23,6 +24,7 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerAuthRoutes(app);
   registerAdminRoutes(app);
   registerConnectionRoutes(app);
+  registerAgentRoutes(app);
   registerDocsRoutes(app);
   return app;
 }
