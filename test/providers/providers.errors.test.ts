@@ -45,6 +45,34 @@ describe("providers: failures become the documented 502", () => {
     expect(net.received).toHaveLength(3);
   });
 
+  it("retries network failures, and stops at once when the caller aborts", async () => {
+    const org = await seedOrg();
+    await connect(org, { name: "flaky", kind: "openai", base_url: "http://flaky.internal/v1", chat_model: "m" });
+    let failures = 1;
+    const net = new FakeNetwork().on("http://flaky.internal/v1/", () => openAiCompletion("recovered"));
+    const flaky: typeof net.fetch = (input, init) => (failures-- > 0 ? Promise.reject(new TypeError("connection reset")) : net.fetch(input, init));
+    const model = await chatModelFor(env, org, "flaky", { fetch: flaky, ...instant });
+    expect((await model.complete({ messages: [{ role: "user", content: "x" }] })).text).toBe("recovered");
+
+    const down: typeof net.fetch = () => Promise.reject(new TypeError("connection refused"));
+    const dead = await chatModelFor(env, org, "flaky", { fetch: down, ...instant });
+    const { error } = await captureConsole(() => dead.complete({ messages: [{ role: "user", content: "x" }] }));
+    expect((error as AppError).message).toBe("the model provider openai (connection 'flaky') failed: network error: connection refused");
+
+    const controller = new AbortController();
+    controller.abort();
+    let calls = 0;
+    const counting: typeof net.fetch = (input, init) => {
+      calls++;
+      return init.signal?.aborted ? Promise.reject(new DOMException("aborted", "AbortError")) : net.fetch(input, init);
+    };
+    const aborted = await chatModelFor(env, org, "flaky", { fetch: counting, ...instant });
+    expect((await failure(aborted.complete({ messages: [{ role: "user", content: "x" }], signal: controller.signal }))).message).toBe(
+      "the model provider openai (connection 'flaky') failed: the request was aborted",
+    );
+    expect(calls).toBe(1);
+  });
+
   it("does not retry a 400 or 401: they will not get better", async () => {
     const org = await seedOrg();
     await connect(org, { name: "claude", kind: "anthropic", secret: "sk-ant-bad", chat_model: "claude-x" });
