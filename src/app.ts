@@ -7,6 +7,7 @@ import { registerAdminRoutes } from "./features/admin/admin.routes";
 import { registerConnectionRoutes } from "./features/connections/connections.routes";
 import { registerAgentRoutes } from "./features/agents/agents.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
+import { registerTransformationRoutes } from "./features/transformations/transformations.routes";
 
 /** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
 export function createApp(): OpenAPIHono<AppBindings> {
@@ -26,5 +27,6 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerConnectionRoutes(app);
   registerAgentRoutes(app);
   registerDocsRoutes(app);
+  registerTransformationRoutes(app);
   return app;
 }
