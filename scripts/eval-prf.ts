@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { expandQuery, type ExpansionOptions } from "../src/providers/query-expansion";
 import { contentTerms } from "../src/providers/text";
+import { parseStaticTable, StaticEmbeddingModel } from "../src/providers/static-embedder-core";
 
 const DIR = process.env.CRANFIELD_DIR ?? "/work/shared/data/cranfield";
 
@@ -30,7 +31,7 @@ for (const line of readFileSync(`${DIR}/cranqrel`, "utf8").split("\n")) {
   const [q, d, r] = line.trim().split(/\s+/).map(Number);
   if (!q || !d || r === undefined || r < 1 || r > 4) continue; // -1 and 5 mark non-relevant
   const map = qrels.get(q) ?? new Map<number, number>();
-  map.set(d, 5 - r); // grade 1 (most relevant) -> gain 4
+  map.set(d, 5 - r); // code 1 (complete answer) -> gain 4 ... code 4 -> gain 1, as eval:embedder
   qrels.set(q, map);
 }
 
@@ -86,9 +87,9 @@ function evaluate(ranking: number[], rel: Map<number, number>): Metrics {
       hits++;
       ap += hits / (i + 1);
     }
-    if (i < 10) dcg += (2 ** gain - 1) / Math.log2(i + 2);
+    if (i < 10) dcg += gain / Math.log2(i + 2);
   });
-  const ideal = [...rel.values()].sort((a, b) => b - a).slice(0, 10).reduce((a, g, i) => a + (2 ** g - 1) / Math.log2(i + 2), 0);
+  const ideal = [...rel.values()].sort((a, b) => b - a).slice(0, 10).reduce((a, g, i) => a + g / Math.log2(i + 2), 0);
   return {
     map: rel.size ? ap / rel.size : 0,
     ndcg10: ideal ? dcg / ideal : 0,
@@ -120,6 +121,52 @@ const modes: Mode[] = [
   prfMode("bm25+rm3 (weighted, k=5, 8 terms, λ=0.6)", { feedbackDocs: 5, terms: 8, originalWeight: 0.6 }, true),
   prfMode("bm25+rm3 (weighted, k=10, 10 terms, λ=0.7)", { feedbackDocs: 10, terms: 10, originalWeight: 0.7 }, true),
 ];
+
+// Hybrid, as a knowledge base runs it by default: the static embedder's cosine ranking and BM25,
+// fused by reciprocal rank fusion (k = 60). With expand_query the knowledge base runs the original
+// and the PRF-expanded query (feedback: the keyword index's top 5) and fuses the two lists by RRF.
+const TABLE = process.env.STATIC_TABLE ?? "src/providers/generated/static-use.bin";
+let embed: ((text: string) => Float32Array) | undefined;
+try {
+  const model = new StaticEmbeddingModel(parseStaticTable(readFileSync(TABLE)));
+  embed = (text) => Float32Array.from(model.embed(text));
+} catch {
+  console.log(`(no static embedding table at ${TABLE}: hybrid modes skipped; run npm install to build it)`);
+}
+
+function rrf(lists: number[][]): number[] {
+  const scores = new Map<number, number>();
+  for (const list of lists) list.forEach((id, rank) => scores.set(id, (scores.get(id) ?? 0) + 1 / (60 + rank + 1)));
+  return [...scores.entries()].sort((a, b) => b[1] - a[1]).map(([id]) => id);
+}
+
+if (embed) {
+  const vectors = docs.map((d) => embed?.(d.text) ?? new Float32Array());
+  const vectorRank = (query: string): number[] => {
+    const q = embed?.(query) ?? new Float32Array();
+    return vectors
+      .map((v, i) => {
+        let s = 0;
+        for (let d = 0; d < q.length; d++) s += (v[d] ?? 0) * (q[d] ?? 0);
+        return { id: docs[i]?.id ?? 0, s };
+      })
+      .sort((a, b) => b.s - a.s)
+      .slice(0, 1000)
+      .map((r) => r.id);
+  };
+  const keywordRank = (query: string): number[] => bm25(termsOf(query)).slice(0, 1000).map((r) => docs[r.index]?.id ?? 0);
+  const hybrid = (query: string): number[] => rrf([vectorRank(query), keywordRank(query)]);
+  const expanded = (query: string): string => {
+    const first = bm25(termsOf(query)).slice(0, 5).map((r) => ({ text: docs[r.index]?.text ?? "", score: r.score }));
+    return expandQuery(query, first).query;
+  };
+  modes.push(
+    { name: "keyword, 2 queries fused (original + PRF), as expand_query runs", run: (q) => rrf([keywordRank(q), keywordRank(expanded(q))]) },
+    { name: "vector (static embedder)", run: vectorRank },
+    { name: "hybrid (vector + bm25, RRF) — the knowledge base default", run: hybrid },
+    { name: "hybrid + expand_query (original + PRF, RRF)", run: (q) => rrf([hybrid(q), hybrid(expanded(q))]) },
+  );
+}
 
 const evaluated = queries.filter((q) => qrels.has(q.id));
 console.log(`Cranfield: ${docs.length} documents, ${evaluated.length} judged queries`);
