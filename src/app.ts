@@ -8,6 +8,7 @@ import { registerConnectionRoutes } from "./features/connections/connections.rou
 import { registerAgentRoutes } from "./features/agents/agents.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
 import { registerTransformationRoutes } from "./features/transformations/transformations.routes";
+import { registerKnowledgeBaseRoutes } from "./features/knowledge-bases/knowledge-bases.routes";
 
 /** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
 export function createApp(): OpenAPIHono<AppBindings> {
@@ -28,5 +29,6 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerAgentRoutes(app);
   registerDocsRoutes(app);
   registerTransformationRoutes(app);
+  registerKnowledgeBaseRoutes(app);
   return app;
 }
