@@ -110,7 +110,6 @@ export async function queryWithModelOptions(env: Env, auth: AuthContext, kbId: s
   let answer: QaAnswer | undefined;
   let generatedFilter: KnowledgeBaseQueryResult["generated_filter"];
   const hooks: QueryHooks = {
-    transformQuery: async (plan) => plan.queries,
     expandQuery: async (plan) => {
       const expanded = await Promise.all(plan.queries.map(async (q) => expandQuery(q, await feedbackFor(env, plan, q)).query));
       return expanded.filter((q, i) => q !== plan.queries[i]);
