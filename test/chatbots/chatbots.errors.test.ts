@@ -61,16 +61,26 @@ describe("chatbots: run errors", () => {
     expect(await body(await app.request(`/chatbots/conversations`, { headers: bearer(org.owner.token) }))).toEqual({ status: "success", conversations: [] });
   });
 
-  it("without a speech-to-text connection, audio is a 400 saying so; unmerged answering paths say what is missing", async () => {
+  it("without a speech-to-text connection, audio is a 400 saying so; a pipeline chatbot says the runner is missing", async () => {
     const org = await seedOrg();
     const created = await body(await call("/v1/chatbot", json({ name: "prod", system_prompt: "p" }, bearer(org.owner.apiKey))));
-    const id = String(created.id);
-    const audio = await call(`/v1/chatbot/${id}/run`, json({ audio: btoa("hello") }, bearer(org.owner.apiKey)));
+    const audio = await call(`/v1/chatbot/${String(created.id)}/run`, json({ audio: btoa("hello") }, bearer(org.owner.apiKey)));
     expect(audio.status).toBe(400);
     expect(await body(audio)).toEqual({ status: "failed", error: "this chatbot needs a speech-to-text connection: add a connection with a transcription model, or send text" });
-    const text = await call(`/v1/chatbot/${id}/run`, json({ text: "hello" }, bearer(org.owner.apiKey)));
-    expect(text.status).toBe(503);
-    expect(await body(text)).toEqual({ status: "failed", error: "built-in answering (the model provider layer) is not installed on this server yet" });
+    const piped = await body(await call("/v1/chatbot", json({ name: "piped", pipeline: { id: "a".repeat(24) } }, bearer(org.owner.apiKey))));
+    const ran = await call(`/v1/chatbot/${String(piped.id)}/run`, json({ text: "hello" }, bearer(org.owner.apiKey)));
+    expect(ran.status).toBe(503);
+    expect(await body(ran)).toEqual({ status: "failed", error: "the pipeline runner is not installed on this server yet" });
+  });
+
+  it("a model that names another organization's or a missing connection fails clearly", async () => {
+    const org = await seedOrg();
+    await call("/admin/connections/create", form({ name: "gone", kind: "openai", secret: "sk-test-gone" }, bearer(org.owner.token)));
+    const created = await body(await call("/v1/chatbot", json({ name: "m", system_prompt: "p", model: "gone/gpt-x" }, bearer(org.owner.apiKey))));
+    await call("/admin/connections/delete", form({ name: "gone" }, bearer(org.owner.token), "DELETE"));
+    const ran = await call(`/v1/chatbot/${String(created.id)}/run`, json({ text: "hello" }, bearer(org.owner.apiKey)));
+    expect(ran.status).toBe(400);
+    expect(await body(ran)).toEqual({ status: "failed", error: "model 'gone/gpt-x': this organization has no connection named 'gone'" });
   });
 
   it("a failure while streaming ends with a final event carrying the error; the message stays stored", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bearer, form, json, seedOrg } from "../helpers";
+import { bearer, call, form, json, seedOrg } from "../helpers";
 import { TELEPHONY_TOKEN, WORKSPACE_BOT_TOKEN, WORKSPACE_SIGNING, signTelephony, signWorkspace } from "./webhook-signing";
 import { conversationNameFrom, countTokens, cutHistory } from "../../src/features/chatbots/history-budget";
 import { createKb, indexText } from "../knowledge-bases/kb-fixtures";
@@ -166,6 +166,26 @@ describe("chatbots: running", () => {
     expect(sources[0].text).toContain("moraines");
     expect(sources.map((s) => s.score)).toEqual([...sources.map((s) => s.score)].sort((a, b) => b - a));
     expect(app.recorded.answers[0].sources).toEqual(sources);
+  });
+
+  it("with no model, the offline extractive answerer replies from the knowledge base through the real Worker, labelled as such, streaming too", async () => {
+    const org = await seedOrg();
+    const kb = await createKb(org.owner.apiKey);
+    await indexText(org.owner.apiKey, kb, "ice.txt", "Glaciers carve valleys. When they retreat, glaciers leave moraines of rock and gravel behind.");
+    const created = await body(await call("/v1/chatbot", json({ name: "geo", description: "geology", knowledge_base_ids: [kb] }, bearer(org.owner.apiKey))));
+    const id = String(created.id);
+    const res = await call(`/v1/chatbot/${id}/run`, json({ text: "What do glaciers leave behind when they retreat?" }, bearer(org.owner.apiKey)));
+    const answered = await body(res);
+    expect(res.status).toBe(200);
+    expect(answered).toMatchObject({ status: "success", answered_by: "loom/extractive", follow_up_questions: [] });
+    expect(String(answered.output_message)).toContain("moraines");
+    expect((answered.sources as { knowledgeBaseId: string }[])[0]).toMatchObject({ knowledgeBaseId: kb });
+
+    const streamed = await call(`/v1/chatbot/${id}/run`, json({ text: "What do glaciers carve?", conversation_id: answered.conversation_id, stream: true }, bearer(org.owner.apiKey)));
+    const events = sseEvents(await streamed.text());
+    const final = events[events.length - 1];
+    expect(final).toMatchObject({ status: "success", answered_by: "loom/extractive", conversation_id: answered.conversation_id });
+    expect(events.filter((e) => e.type === "stream").map((e) => e.output_value).join("")).toBe(final.output_message);
   });
 
   it("terminates the answer in progress and any message waiting behind it", async () => {

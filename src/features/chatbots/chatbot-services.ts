@@ -2,10 +2,13 @@ import { eq } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import type { ChatMessage } from "../../providers/types";
 import type { MessageSource } from "../../durable-objects/conversation-object";
-import { AppError } from "../../lib/errors";
+import { AppError, badRequest } from "../../lib/errors";
 import { database } from "../../db/client";
 import { users } from "../../db/schema/identity";
-import { resolveConnectionsOfKind } from "../connections/connections.service";
+import { chatModelFor, transcriberFor } from "../../providers/registry";
+import { EXTRACTIVE_MODEL } from "../../providers/extractive";
+import { streamGroundedAnswer, type Passage } from "../../providers/grounded-answer";
+import type { ChatModel } from "../../providers/types";
 import { queryKnowledgeBase } from "../knowledge-bases/query.service";
 import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
 
@@ -95,28 +98,75 @@ async function queryKnowledge(env: Env, query: KnowledgeQuery): Promise<MessageS
     .slice(0, query.topK);
 }
 
+const FOLLOW_UP_PROMPT = "Suggest short follow-up questions the user might ask next in this conversation. Answer with one question per line and nothing else.";
+
+/** Follow-up questions from a generating model; the extractive answerer cannot invent any, so it suggests none. */
+async function followUpQuestions(model: ChatModel, question: string, answer: string, count: number, signal: AbortSignal): Promise<string[]> {
+  if (count === 0 || model.model === EXTRACTIVE_MODEL || signal.aborted) return [];
+  const result = await model.complete({
+    messages: [
+      { role: "system", content: `${FOLLOW_UP_PROMPT} Give exactly ${count}.` },
+      { role: "user", content: `Question: ${question}\n\nAnswer: ${answer}` },
+    ],
+    maxTokens: 200,
+    signal,
+  });
+  return result.text
+    .split(/\r?\n/)
+    .map((line) => line.replace(/^\s*(?:[-*•]|\d+[.)])\s*/, "").trim())
+    .filter((line) => line.length > 0 && line.length <= 300)
+    .slice(0, count);
+}
+
+/**
+ * The chatbot's grounded answer, streamed: its knowledge-base passages and attached documents as
+ * numbered sources, its system prompt as instructions. No model: the offline extractive answerer,
+ * which quotes the sources and is labelled `loom/extractive`.
+ */
+async function* answerWithModel(env: Env, input: AnswerInput): AsyncIterable<AnswerEvent> {
+  const model = await chatModelFor(env, { orgId: input.orgId }, input.model ?? EXTRACTIVE_MODEL, { allowExtractive: input.model === null, purpose: "this chatbot" });
+  const passages: Passage[] = [
+    ...input.sources.map((s) => ({ text: s.text, documentId: s.documentId, chunkId: s.chunkId, title: s.name ?? undefined })),
+    ...input.attachments.map((a) => ({ text: a.text, title: a.name })),
+  ];
+  let text = "";
+  let answeredBy = model.model;
+  for await (const event of streamGroundedAnswer({ model, question: input.question, passages, history: input.history, instructions: input.systemPrompt || undefined, signal: input.signal })) {
+    if (event.type === "text") {
+      text += event.text;
+      yield event;
+    } else {
+      text = event.answer.text;
+      answeredBy = event.answer.model;
+    }
+  }
+  yield { type: "done", text, answeredBy, followUpQuestions: await followUpQuestions(model, input.question, text, input.followUpQuestions, input.signal) };
+}
+
+async function transcribeAudio(env: Env, orgId: string, audio: Uint8Array, mimeType: string): Promise<string> {
+  let transcriber;
+  try {
+    transcriber = await transcriberFor(env, { orgId }, undefined, { purpose: "this chatbot's audio" });
+  } catch (error) {
+    if (error instanceof AppError && error.code === "bad_request") throw badRequest("this chatbot needs a speech-to-text connection: add a connection with a transcription model, or send text");
+    throw error;
+  }
+  return (await transcriber.transcribe(audio, mimeType)).text;
+}
+
 /*
- * Production wiring. Knowledge bases are queried through the knowledge-base feature. The provider
- * layer (chat models, the extractive answerer, transcribers) and the pipeline runner are built on
- * other branches; until they are merged here those paths answer a clear 503 naming what is
- * missing, never invented output.
+ * Production wiring: models and transcription through the provider layer, knowledge bases through
+ * the knowledge-base feature. The pipeline runner is built on another branch; until it is merged
+ * here, pipeline chatbots answer a clear 503 naming what is missing, never invented output.
  */
 const notInstalled = (what: string): AppError => new AppError("unavailable", `${what} is not installed on this server yet`);
 
 export const productionChatbotServices: ChatbotServicesFactory = (env) => ({
-  answer(): AsyncIterable<AnswerEvent> {
-    throw notInstalled("built-in answering (the model provider layer)");
-  },
+  answer: (input) => answerWithModel(env, input),
   queryKnowledgeBases: (query) => queryKnowledge(env, query),
   async runPipeline() {
     throw notInstalled("the pipeline runner");
   },
-  async transcribe({ orgId }) {
-    const candidates = await resolveConnectionsOfKind(env, orgId, ["openai", "workers_ai"]);
-    if (!candidates.some((connection) => connection.models.transcription)) {
-      throw new AppError("bad_request", "this chatbot needs a speech-to-text connection: add a connection with a transcription model, or send text");
-    }
-    throw notInstalled("speech-to-text (the model provider layer)");
-  },
+  transcribe: ({ orgId, audio, mimeType }) => transcribeAudio(env, orgId, audio, mimeType),
   fetch: (input, init) => fetch(input, init),
 });
