@@ -4,6 +4,7 @@ import { renderError, renderNotFound } from "./lib/render-error";
 import { requestId } from "./middleware/request-id";
 import { registerAuthRoutes } from "./features/auth/auth.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
+import { registerPipelineRoutes } from "./features/pipelines/pipelines.routes";
 
 /** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
 export function createApp(): OpenAPIHono<AppBindings> {
@@ -20,5 +21,6 @@ export function createApp(): OpenAPIHono<AppBindings> {
 
   registerAuthRoutes(app);
   registerDocsRoutes(app);
+  registerPipelineRoutes(app);
   return app;
 }

@@ -3,3 +3,4 @@ import { createApp } from "./app";
 const app = createApp();
 
 export default app;
+export { PipelineRunObject } from "./durable-objects/pipeline-run-object";

@@ -1,0 +1,362 @@
+import { and, count, desc, eq, inArray } from "drizzle-orm";
+import type { AuthContext, Env } from "../../env";
+import { database } from "../../db/client";
+import { pipelineRuns, type RunStatus } from "../../db/schema/pipelines";
+import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { assertVisible } from "../../lib/ownership";
+import type { RunActionResult, RunInit, RunView } from "../../durable-objects/pipeline-run-object";
+import type { PipelineGraph } from "./pipeline-graph";
+import { NodeFailure, type SubPipelineRequest, type SubPipelineResult } from "./pipeline-services";
+import { loadPipeline } from "./pipelines.service";
+import { SETTLED } from "./run-state";
+
+/** Sub-pipelines may nest this deep; deeper is a clear failure rather than unbounded recursion. */
+export const MAX_PIPELINE_DEPTH = 5;
+const ACTIVE: RunStatus[] = ["queued", "running"];
+
+/**
+ * The run object's RPC surface. Stated here because the generated stub type cannot express
+ * JSON values typed `unknown` (node outputs); the object returns exactly these plain shapes.
+ */
+interface RunObjectApi {
+  start(init: RunInit): Promise<RunView>;
+  status(): Promise<RunView | null>;
+  waitUntilSettled(timeoutMs: number): Promise<RunView | null>;
+  waitForChange(known: number, timeoutMs: number): Promise<RunView | null>;
+  pause(): Promise<RunActionResult>;
+  resume(): Promise<RunActionResult>;
+  terminate(): Promise<RunActionResult>;
+}
+
+/** One run, one object: the run id names it. */
+export function runStub(env: Env, runId: string): RunObjectApi {
+  return env.PIPELINE_RUNS.get(env.PIPELINE_RUNS.idFromName(runId)) as unknown as RunObjectApi;
+}
+
+function intSetting(value: string | undefined, fallback: number): number {
+  const n = Number(value);
+  return value !== undefined && Number.isFinite(n) && n > 0 ? Math.floor(n) : fallback;
+}
+
+export const maxConcurrentRuns = (env: Env): number => intSetting(env.PIPELINE_MAX_CONCURRENT_RUNS, 100);
+const syncWaitMs = (env: Env): number => intSetting(env.PIPELINE_SYNC_WAIT_SECONDS, 120) * 1000;
+
+function assertCanRun(auth: AuthContext): void {
+  if (auth.role === "viewer") throw new AppError("forbidden", "viewers cannot run or control pipeline runs");
+}
+
+/** Checks the caller's inputs against the input nodes: every required one given, types right, none unknown. */
+export function coerceInputs(graph: PipelineGraph, inputs: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const known = new Set<string>();
+  for (const node of graph.nodes) {
+    if (node.type !== "input") continue;
+    const { name, type, required } = node.config;
+    known.add(name);
+    const field = `inputs.${name}`;
+    let value = inputs[name];
+    if (value === undefined || value === null) {
+      if (node.config.default !== undefined) value = node.config.default;
+      else if (required) throw badRequest(`${field}: missing (input node ${node.id} requires it)`);
+      else {
+        out[name] = null;
+        continue;
+      }
+    }
+    switch (type) {
+      case "text":
+        if (typeof value === "number" || typeof value === "boolean") value = String(value);
+        if (typeof value !== "string") throw badRequest(`${field}: must be text (input node ${node.id})`);
+        break;
+      case "number": {
+        const n = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+        if (typeof n !== "number" || !Number.isFinite(n)) throw badRequest(`${field}: must be a number (input node ${node.id})`);
+        value = n;
+        break;
+      }
+      case "boolean":
+        if (value === "true" || value === "false") value = value === "true";
+        if (typeof value !== "boolean") throw badRequest(`${field}: must be true or false (input node ${node.id})`);
+        break;
+      case "file": {
+        const isFile = typeof value === "object" && value !== null && typeof (value as { raw_bytes?: unknown }).raw_bytes === "string";
+        if (!isFile && typeof value !== "string") throw badRequest(`${field}: must be a file ({type: "file", raw_bytes}) or text (input node ${node.id})`);
+        break;
+      }
+      case "json":
+        break;
+    }
+    out[name] = value;
+  }
+  for (const key of Object.keys(inputs)) if (!known.has(key)) throw badRequest(`inputs.${key}: the pipeline has no input named "${key}"`);
+  return out;
+}
+
+async function assertUnderConcurrencyLimit(env: Env, auth: AuthContext, starting: number): Promise<void> {
+  const limit = maxConcurrentRuns(env);
+  const rows = await database(env)
+    .select({ n: count() })
+    .from(pipelineRuns)
+    .where(and(eq(pipelineRuns.orgId, auth.orgId), inArray(pipelineRuns.status, ACTIVE)));
+  const active = rows[0]?.n ?? 0;
+  if (active + starting > limit)
+    throw new AppError("rate_limited", `your organization has ${active} pipeline runs in progress; the limit is ${limit} concurrent runs`);
+}
+
+interface StartOptions {
+  background: boolean;
+  runId?: string;
+  depth?: number;
+  startDelayMs?: number;
+}
+
+type LoadedPipeline = Awaited<ReturnType<typeof loadPipeline>>;
+
+/** Records the run in the index and creates its run object. Sub-pipeline runs skip the concurrency check: they are part of their parent's run. */
+async function startRun(env: Env, auth: AuthContext, pipeline: LoadedPipeline, inputs: Record<string, unknown>, options: StartOptions): Promise<RunView> {
+  const runId = options.runId ?? newId();
+  const now = new Date().toISOString();
+  await database(env)
+    .insert(pipelineRuns)
+    .values({ id: runId, pipelineId: pipeline._id, orgId: auth.orgId, startedBy: auth.userId, status: "queued", createdAt: now, updatedAt: now })
+    .onConflictDoNothing();
+  const init: RunInit = {
+    runId,
+    pipelineId: pipeline._id,
+    auth: { userId: auth.userId, orgId: auth.orgId, role: auth.role, via: auth.via },
+    graph: pipeline.graph,
+    inputs,
+    maxSteps: pipeline.settings.max_steps,
+    nodeTimeoutMs: pipeline.settings.node_timeout_seconds * 1000,
+    depth: options.depth ?? 0,
+    background: options.background,
+    startDelayMs: options.startDelayMs,
+  };
+  return runStub(env, runId).start(init);
+}
+
+/** The answer of a run request: outputs when it completed, else the run id and its state. */
+export function runAnswer(view: RunView) {
+  if (view.status === "completed") return { status: "success" as const, run_id: view.run_id, outputs: view.outputs };
+  if (view.status === "failed" || view.status === "terminated") return { status: "failed" as const, run_id: view.run_id, state: view.status, error: view.error };
+  return { status: "success" as const, run_id: view.run_id, state: view.status, outputs: view.outputs };
+}
+
+export interface StartRunOptions {
+  background?: boolean;
+  /** How long to wait for the run to pause or finish; past it the answer carries the run id and state "running". */
+  waitMs?: number;
+  /** Background runs only: start this many milliseconds from now. */
+  startDelayMs?: number;
+}
+
+/** Starts one run of a pipeline the caller may see; waits for it unless it is a background run. */
+export async function startPipelineRun(env: Env, auth: AuthContext, pipelineId: string, rawInputs: Record<string, unknown>, options: StartRunOptions = {}): Promise<RunView> {
+  assertCanRun(auth);
+  const pipeline = await loadPipeline(env, auth, pipelineId);
+  const inputs = coerceInputs(pipeline.graph, rawInputs);
+  await assertUnderConcurrencyLimit(env, auth, 1);
+  const view = await startRun(env, auth, pipeline, inputs, { background: options.background ?? false, startDelayMs: options.startDelayMs });
+  if (options.background) return view;
+  return (await runStub(env, view.run_id).waitUntilSettled(options.waitMs ?? syncWaitMs(env))) ?? view;
+}
+
+export interface PipelineRunOutcome {
+  run_id: string;
+  status: RunStatus;
+  outputs: Record<string, unknown>;
+  error: string | null;
+}
+
+/**
+ * Runs a pipeline with inputs for a caller and waits for its outputs: the entry point for other
+ * features (chatbots). Throws AppError for bad input (400), an unknown pipeline (404) or the
+ * concurrency limit (429); a run that fails answers `status: "failed"` with its error.
+ */
+export async function runPipeline(env: Env, auth: AuthContext, pipelineId: string, inputs: Record<string, unknown>, options: { waitMs?: number } = {}): Promise<PipelineRunOutcome> {
+  const view = await startPipelineRun(env, auth, pipelineId, inputs, { waitMs: options.waitMs });
+  return { run_id: view.run_id, status: view.status, outputs: view.outputs, error: view.error };
+}
+
+/** Starts several background runs; every run's inputs are checked before any starts. */
+export async function bulkRunPipeline(env: Env, auth: AuthContext, pipelineId: string, runs: { inputs: Record<string, unknown> }[]): Promise<{ status: "success"; run_ids: string[] }> {
+  assertCanRun(auth);
+  const pipeline = await loadPipeline(env, auth, pipelineId);
+  const checked = runs.map((run, i) => {
+    try {
+      return coerceInputs(pipeline.graph, run.inputs);
+    } catch (error) {
+      if (error instanceof AppError) throw badRequest(`runs.${i}.${error.message}`);
+      throw error;
+    }
+  });
+  await assertUnderConcurrencyLimit(env, auth, checked.length);
+  const views = await Promise.all(checked.map((inputs) => startRun(env, auth, pipeline, inputs, { background: true })));
+  return { status: "success", run_ids: views.map((v) => v.run_id) };
+}
+
+/** Runs a sub-pipeline for a pipeline node: re-attaches to the same child run after a restart. */
+export async function runChildPipeline(env: Env, auth: AuthContext, pipelineId: string, rawInputs: Record<string, unknown>, request: SubPipelineRequest): Promise<SubPipelineResult> {
+  if (request.depth > MAX_PIPELINE_DEPTH) throw new NodeFailure(`sub-pipelines nest more than ${MAX_PIPELINE_DEPTH} deep`);
+  const pipeline = await loadPipeline(env, auth, pipelineId);
+  const inputs = coerceInputs(pipeline.graph, rawInputs);
+  const stub = runStub(env, request.runId);
+  await startRun(env, auth, pipeline, inputs, { background: false, runId: request.runId, depth: request.depth });
+  const onAbort = () => void stub.terminate();
+  request.signal.addEventListener("abort", onAbort);
+  try {
+    for (;;) {
+      const view = await stub.waitUntilSettled(30_000);
+      if (!view) throw new NodeFailure(`sub-pipeline run ${request.runId} disappeared`);
+      if (SETTLED.has(view.status)) return { status: view.status === "queued" ? "running" : view.status, outputs: view.outputs, error: view.error };
+      if (request.signal.aborted) return { status: "terminated", outputs: {}, error: "cancelled" };
+    }
+  } finally {
+    request.signal.removeEventListener("abort", onAbort);
+  }
+}
+
+/** The run's index row, if the caller may see it and it belongs to this pipeline (404 otherwise). */
+async function visibleRun(env: Env, auth: AuthContext, pipelineId: string, runId: string) {
+  await loadPipeline(env, auth, pipelineId);
+  const rows = await database(env).select().from(pipelineRuns).where(eq(pipelineRuns.id, runId)).limit(1);
+  const row = rows[0];
+  if (!row || row.pipelineId !== pipelineId) throw notFound(`run ${runId}`);
+  return assertVisible({ ...row, ownerId: row.startedBy }, auth, `run ${runId}`);
+}
+
+const PUBLIC_STATUS: Record<RunStatus, string> = { queued: "in_progress", running: "in_progress", paused: "paused", completed: "completed", failed: "failed", terminated: "terminated" };
+
+/** The hosted platform's status shape, with each node's state, output, timing and error. */
+export async function getRunStatus(env: Env, auth: AuthContext, pipelineId: string, runId: string) {
+  await visibleRun(env, auth, pipelineId, runId);
+  const view = await runStub(env, runId).status();
+  if (!view) throw notFound(`run ${runId}`);
+  return {
+    status: PUBLIC_STATUS[view.status],
+    run_id: view.run_id,
+    pipeline_id: view.pipeline_id,
+    state: view.status,
+    result: view.status === "completed" ? view.outputs : Object.keys(view.outputs).length > 0 ? view.outputs : null,
+    error: view.error,
+    steps: view.steps,
+    nodes: view.nodes,
+    created_at: view.created_at,
+    started_at: view.started_at,
+    finished_at: view.finished_at,
+  };
+}
+
+export async function listRuns(env: Env, auth: AuthContext, pipelineId: string, page: number, pageSize: number) {
+  await loadPipeline(env, auth, pipelineId);
+  const db = database(env);
+  const where = and(eq(pipelineRuns.pipelineId, pipelineId), eq(pipelineRuns.orgId, auth.orgId));
+  const [rows, totals] = await Promise.all([
+    db
+      .select()
+      .from(pipelineRuns)
+      .where(where)
+      .orderBy(desc(pipelineRuns.createdAt), desc(pipelineRuns.id))
+      .limit(pageSize)
+      .offset((page - 1) * pageSize),
+    db.select({ n: count() }).from(pipelineRuns).where(where),
+  ]);
+  return {
+    status: "success" as const,
+    runs: rows.map((r) => ({ run_id: r.id, status: PUBLIC_STATUS[r.status], state: r.status, error: r.error, started_by: r.startedBy, created_at: r.createdAt, updated_at: r.updatedAt, finished_at: r.finishedAt })),
+    page,
+    page_size: pageSize,
+    total: totals[0]?.n ?? 0,
+  };
+}
+
+export async function pauseRun(env: Env, auth: AuthContext, pipelineId: string, runId: string): Promise<{ status: "success" }> {
+  assertCanRun(auth);
+  await visibleRun(env, auth, pipelineId, runId);
+  const result = await runStub(env, runId).pause();
+  if (!result.ok) throw conflict(result.error);
+  return { status: "success" };
+}
+
+export async function terminateRun(env: Env, auth: AuthContext, pipelineId: string, runId: string): Promise<{ status: "success" }> {
+  assertCanRun(auth);
+  await visibleRun(env, auth, pipelineId, runId);
+  const result = await runStub(env, runId).terminate();
+  if (!result.ok) throw conflict(result.error);
+  return { status: "success" };
+}
+
+/**
+ * Resumes several runs, all or nothing: every run is checked first, and if any is unknown or
+ * not paused nothing is resumed and the answer names that run and its state. (A run that
+ * changes state between the check and its resume is reported with the runs already resumed.)
+ */
+export async function resumeRuns(env: Env, auth: AuthContext, pipelineId: string, runIds: string[]): Promise<{ status: "success" }> {
+  assertCanRun(auth);
+  const unique = [...new Set(runIds)];
+  for (const runId of unique) await visibleRun(env, auth, pipelineId, runId);
+  const views = await Promise.all(unique.map((runId) => runStub(env, runId).status()));
+  views.forEach((view, i) => {
+    if (!view) throw notFound(`run ${unique[i]}`);
+    if (view.status !== "paused") throw conflict(`run ${view.run_id} is ${view.status} and is not paused; no run was resumed`);
+  });
+  const resumed: string[] = [];
+  for (const runId of unique) {
+    const result = await runStub(env, runId).resume();
+    if (!result.ok) throw conflict(`${result.error}; ${resumed.length > 0 ? `runs ${resumed.join(", ")} were resumed` : "no run was resumed"}`);
+    resumed.push(runId);
+  }
+  return { status: "success" };
+}
+
+/** Before a pipeline is deleted: its queued, running and paused runs are terminated. */
+export async function terminateActiveRuns(env: Env, pipelineId: string): Promise<void> {
+  const rows = await database(env)
+    .select({ id: pipelineRuns.id })
+    .from(pipelineRuns)
+    .where(and(eq(pipelineRuns.pipelineId, pipelineId), inArray(pipelineRuns.status, ["queued", "running", "paused"])));
+  await Promise.all(rows.map((r) => runStub(env, r.id).terminate()));
+}
+
+export async function deleteRunIndex(env: Env, pipelineId: string): Promise<void> {
+  await database(env).delete(pipelineRuns).where(eq(pipelineRuns.pipelineId, pipelineId));
+}
+
+export type RunStreamEvent =
+  | { type: "stream" | "result"; run_id: string; output_name: string; output_value: unknown }
+  | { type: "error"; run_id: string; state: RunStatus; error: string | null }
+  | { type: "paused"; run_id: string; state: "paused" };
+
+/**
+ * Server-sent events of a run that has started: a `stream` event as each output is produced,
+ * then, when the run completes, a `result` event per output with its final value. A run that
+ * pauses ends the stream with a `paused` event; one that fails or is terminated, with `error`.
+ */
+export async function* streamRun(env: Env, started: RunView, maxWaitMs = syncWaitMs(env)): AsyncGenerator<RunStreamEvent> {
+  const stub = runStub(env, started.run_id);
+  const sent = new Set<string>();
+  const deadline = Date.now() + maxWaitMs;
+  let view: RunView | null = started;
+  while (view) {
+    for (const [name, value] of Object.entries(view.outputs)) {
+      if (sent.has(name)) continue;
+      sent.add(name);
+      yield { type: "stream", run_id: view.run_id, output_name: name, output_value: value };
+    }
+    if (view.status === "completed") {
+      for (const [name, value] of Object.entries(view.outputs)) yield { type: "result", run_id: view.run_id, output_name: name, output_value: value };
+      return;
+    }
+    if (view.status === "paused") {
+      yield { type: "paused", run_id: view.run_id, state: "paused" };
+      return;
+    }
+    if (view.status === "failed" || view.status === "terminated") {
+      yield { type: "error", run_id: view.run_id, state: view.status, error: view.error };
+      return;
+    }
+    if (Date.now() >= deadline) return;
+    view = await stub.waitForChange(view.version, Math.min(25_000, deadline - Date.now()));
+  }
+}

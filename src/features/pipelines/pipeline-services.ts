@@ -1,0 +1,103 @@
+import type { AuthContext, Env } from "../../env";
+import type { ChatMessage } from "../../providers/types";
+
+/**
+ * What node executors need from the rest of Loom. Executors call only this interface, so a
+ * run can be tested with in-test implementations and the production wiring lives in one place
+ * (`productionNodeServices` below). Each method takes the run's AuthContext: a run acts with
+ * the rights of whoever started it.
+ */
+export interface KnowledgeBaseQueryOptions {
+  search_metadata?: Record<string, unknown>;
+  config?: Record<string, unknown>;
+}
+
+export interface KnowledgeBaseQueryResult {
+  /** Context text for a model (the formatted text, else the chunk texts joined). */
+  text: string;
+  /** The result items, best first. */
+  results: unknown[];
+  /** The answer, when the query asked for advanced QA. */
+  response?: string;
+}
+
+export interface NodeChatRequest {
+  model?: string;
+  connectionId?: string;
+  messages: ChatMessage[];
+  temperature?: number;
+  maxTokens?: number;
+  signal: AbortSignal;
+}
+
+export interface SubPipelineRequest {
+  /** The child run's id, chosen and persisted by the parent before the call, so a retry re-attaches. */
+  runId: string;
+  parentRunId: string;
+  depth: number;
+  signal: AbortSignal;
+}
+
+export interface SubPipelineResult {
+  status: "completed" | "failed" | "paused" | "terminated" | "running";
+  outputs: Record<string, unknown>;
+  error?: string | null;
+}
+
+export interface NodeServices {
+  queryKnowledgeBase(auth: AuthContext, knowledgeBaseId: string, query: string, options: KnowledgeBaseQueryOptions, signal: AbortSignal): Promise<KnowledgeBaseQueryResult>;
+  runTransformation(auth: AuthContext, transformationId: string, inputs: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
+  chat(auth: AuthContext, request: NodeChatRequest): Promise<{ text: string; model: string }>;
+  runPipeline(auth: AuthContext, pipelineId: string, inputs: Record<string, unknown>, request: SubPipelineRequest): Promise<SubPipelineResult>;
+  /** Create-time checks: `null` when the caller may use the record, else why not (one sentence). */
+  checkKnowledgeBase(auth: AuthContext, knowledgeBaseId: string): Promise<string | null>;
+  checkTransformation(auth: AuthContext, transformationId: string): Promise<string | null>;
+}
+
+/** A failure whose message is meant for the user (shown as the node's and the run's error). */
+export class NodeFailure extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "NodeFailure";
+  }
+}
+
+const unavailable = (what: string, feature: string) =>
+  new NodeFailure(`${what} nodes need the ${feature} feature, which is not available yet on this deployment`);
+
+/**
+ * The production wiring. Knowledge bases, transformations and chat models from connections are
+ * built by other features; until they are merged these answer a clear failure rather than
+ * pretending to work. Sub-pipelines are ours and run for real.
+ */
+export function productionNodeServices(env: Env): NodeServices {
+  return {
+    async queryKnowledgeBase() {
+      throw unavailable("knowledge_base", "knowledge-bases (query)");
+    },
+    async runTransformation() {
+      throw unavailable("transformation", "transformations (run)");
+    },
+    async chat() {
+      throw unavailable("llm", "model providers (chat models from connections)");
+    },
+    async runPipeline(auth, pipelineId, inputs, request) {
+      // Imported lazily: the run service depends on the run object, which depends on this file.
+      const { runChildPipeline } = await import("./pipeline-runs.service");
+      return runChildPipeline(env, auth, pipelineId, inputs, request);
+    },
+    async checkKnowledgeBase() {
+      return "knowledge_base nodes need the knowledge-bases feature, which is not available yet on this deployment";
+    },
+    async checkTransformation() {
+      return "transformation nodes need the transformations feature, which is not available yet on this deployment";
+    },
+  };
+}
+
+/**
+ * How the run object and the definition routes obtain their services. The run object calls
+ * `nodeServicesProvider.create(env)` when it is constructed; tests replace `create` with
+ * in-test implementations before starting runs, instead of mocking modules.
+ */
+export const nodeServicesProvider: { create: (env: Env) => NodeServices } = { create: productionNodeServices };
