@@ -1,3 +1,8 @@
+import { env } from "cloudflare:test";
+import type { Env } from "../../src/env";
+import { nodeServicesProvider, productionNodeServices, type NodeServices } from "../../src/features/pipelines/pipeline-services";
+import { sha256Hex } from "../../src/lib/crypto";
+import { newId, toHex } from "../../src/lib/ids";
 import { bearer, call, json } from "../helpers";
 
 export const SMALLEST = {
@@ -52,4 +57,57 @@ export async function waitForRun(key: string, pipelineId: string, runId: string,
     await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error(`run ${runId} did not settle`);
+}
+
+
+/** In-test services for the nodes whose real implementations live in other features. */
+export function fakeServices(env: Env, overrides: Partial<NodeServices> = {}): NodeServices {
+  const production = productionNodeServices(env);
+  return {
+    async chat(_auth, request) {
+      const last = request.messages[request.messages.length - 1];
+      const system = request.messages.find((m) => m.role === "system");
+      return { text: `${system ? `[${system.content}] ` : ""}echo: ${last.content}`, model: request.model ?? "fake/echo" };
+    },
+    async queryKnowledgeBase(_auth, knowledgeBaseId, query) {
+      return { text: `[1] about ${query}`, results: [{ id: "c1", document_id: "d1", score: 1, text: `about ${query}`, metadata: { kb: knowledgeBaseId } }] };
+    },
+    async runTransformation(_auth, _id, inputs) {
+      return { sum: Number(inputs.a) + Number(inputs.b) };
+    },
+    async checkKnowledgeBase() {
+      return null;
+    },
+    async checkTransformation() {
+      return null;
+    },
+    runPipeline: production.runPipeline,
+    ...overrides,
+  };
+}
+
+/** Makes new run objects (and definition checks) use these services until the returned function is called. */
+export function useServices(make: (env: Env) => NodeServices): () => void {
+  const previous = nodeServicesProvider.create;
+  nodeServicesProvider.create = make;
+  return () => {
+    nodeServicesProvider.create = previous;
+  };
+}
+
+
+/**
+ * Adds a user with a role and an API key straight into D1. (The admin route `seedOrg().addMember`
+ * uses is built on another branch; this keeps these tests independent of it.)
+ */
+export async function addMember(orgId: string, role: "admin" | "member" | "viewer"): Promise<{ userId: string; apiKey: string }> {
+  const userId = newId();
+  const now = new Date().toISOString();
+  const name = uniqueName(role);
+  const key = `sk_${toHex(crypto.getRandomValues(new Uint8Array(24)))}`;
+  await env.DB.batch([
+    env.DB.prepare("INSERT INTO users (id, org_id, email, username, name, password_hash, role, suspended, created_at, updated_at) VALUES (?, ?, ?, ?, '', 'x', ?, 0, ?, ?)").bind(userId, orgId, `${name}@example.com`, name, role, now, now),
+    env.DB.prepare("INSERT INTO api_keys (id, user_id, org_id, name, key_hash, last_four, created_at) VALUES (?, ?, ?, 'test', ?, ?, ?)").bind(newId(), userId, orgId, await sha256Hex(key), key.slice(-4), now),
+  ]);
+  return { userId, apiKey: key };
 }
