@@ -79,7 +79,7 @@ describe("pipelines: definitions and run control", () => {
     expect(run.body).toEqual({ status: "success", run_id: expect.stringMatching(/^[0-9a-f]{24}$/), state: "queued", outputs: {} });
     const done = await waitForRun(key, id, String(run.body.run_id));
     expect(done).toMatchObject({ status: "completed", result: { answer: "Hello later" }, error: null, state: "completed" });
-    const nodes = done.nodes as { id: string; status: string; started_at: string; finished_at: string; duration_ms: number }[];
+    const nodes = done.nodes as { id: string; status: string; outputs: unknown; duration_ms: number }[];
     expect(nodes.map((n) => [n.id, n.status])).toEqual([["in", "completed"], ["greet", "completed"], ["out", "completed"]]);
     expect(nodes[1].outputs).toEqual({ text: "Hello later" });
     expect(typeof nodes[1].duration_ms).toBe("number");
