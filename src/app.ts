@@ -3,6 +3,9 @@ import type { AppBindings } from "./env";
 import { renderError, renderNotFound } from "./lib/render-error";
 import { requestId } from "./middleware/request-id";
 import { registerAuthRoutes } from "./features/auth/auth.routes";
+import { registerAdminRoutes } from "./features/admin/admin.routes";
+import { registerConnectionRoutes } from "./features/connections/connections.routes";
+import { registerAgentRoutes } from "./features/agents/agents.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
 import { registerPipelineRoutes } from "./features/pipelines/pipelines.routes";
 
@@ -20,6 +23,9 @@ export function createApp(): OpenAPIHono<AppBindings> {
   });
 
   registerAuthRoutes(app);
+  registerAdminRoutes(app);
+  registerConnectionRoutes(app);
+  registerAgentRoutes(app);
   registerDocsRoutes(app);
   registerPipelineRoutes(app);
   return app;

@@ -19,6 +19,15 @@ function isPlainObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Fills `target` with what `source` has that `target` lacks, recursively; `target`'s own values win. */
+function mergeMissing(target: Json, source: Json): void {
+  for (const [key, value] of Object.entries(source)) {
+    const existing = target[key];
+    if (existing === undefined) target[key] = value;
+    else if (isPlainObject(existing) && isPlainObject(value)) mergeMissing(existing, value);
+  }
+}
+
 /** Sets `value` at a dotted path, turning repeated keys into arrays and merging objects. */
 function setPath(target: Json, dotted: string, value: unknown): void {
   const parts = dotted.split(".");
@@ -45,7 +54,8 @@ function setPath(target: Json, dotted: string, value: unknown): void {
   const last = parts[parts.length - 1];
   const existing = node[last];
   if (existing === undefined) node[last] = value;
-  else if (isPlainObject(existing) && isPlainObject(value)) Object.assign(existing, value);
+  // Explicit dotted fields (set first) refine a file part or JSON object rather than being lost.
+  else if (isPlainObject(existing) && isPlainObject(value)) mergeMissing(existing, value);
   else if (Array.isArray(existing)) existing.push(value);
   else node[last] = [existing, value];
 }

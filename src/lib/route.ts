@@ -17,10 +17,10 @@ export interface RouteSpec<P extends AnyObjectSchema | undefined, Q extends AnyO
   /** Hono path syntax (`/v1/knowledge-base/:id`); documented as `{id}`. */
   path: string;
   group: RouteGroup;
-  auth: AuthMode;
+  auth: AuthMode | "none";
   /** The least role that may call this route. */
   minRole?: Role;
-  tags: string[];
+  tags: readonly string[];
   summary: string;
   description?: string;
   params?: P;
@@ -97,7 +97,7 @@ export function defineRoute<
   app.openAPIRegistry.registerPath({
     method: spec.method,
     path: openApiPath,
-    tags: spec.tags,
+    tags: [...spec.tags],
     summary: spec.summary,
     description: spec.description,
     security: spec.auth === "none" ? [] : [{ bearer: [] }],

@@ -1,4 +1,4 @@
-import { desc, eq, and, lt } from "drizzle-orm";
+import { desc, eq, and, lt, sql } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { auditLog } from "../../db/schema/identity";
@@ -32,7 +32,7 @@ export async function recordAudit(env: Env, auth: AuthContext, entry: AuditEntry
 
 export async function listAudit(env: Env, auth: AuthContext, limit: number, before?: string) {
   const where = before ? and(eq(auditLog.orgId, auth.orgId), lt(auditLog.createdAt, before)) : eq(auditLog.orgId, auth.orgId);
-  const rows = await database(env).select().from(auditLog).where(where).orderBy(desc(auditLog.createdAt), desc(auditLog.id)).limit(limit);
+  const rows = await database(env).select().from(auditLog).where(where).orderBy(desc(auditLog.createdAt), desc(sql`rowid`)).limit(limit);
   return rows.map((row) => ({
     _id: row.id,
     orgId: row.orgId,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bearer, call, form, json, seedOrg } from "./helpers";
+import { bearer, call, form, json, seedOrg } from "../helpers";
 
 describe("auth: happy paths", () => {
   it("signs up, logs in with email or username, and reads the current user", async () => {

@@ -1,0 +1,164 @@
+import { and, eq } from "drizzle-orm";
+import type { AuthContext, Env } from "../../env";
+import { database } from "../../db/client";
+import { connections } from "../../db/schema/identity";
+import { badRequest, conflict, notFound } from "../../lib/errors";
+import { decryptSecret, encryptSecret } from "../../lib/crypto";
+import { requireSecret } from "../../lib/config";
+import { newId } from "../../lib/ids";
+import { auditInsert } from "../audit/audit.service";
+import type { ConnectionCreateInput, ConnectionKind, ConnectionUpdateInput } from "./connections.schemas";
+
+type ConnectionRow = typeof connections.$inferSelect;
+export type ConnectionModels = Partial<Record<"chat" | "embedding" | "rerank" | "transcription", string>>;
+
+/** A connection as responses show it: the secret is write-only. */
+export function connectionRecord(row: ConnectionRow) {
+  return {
+    _id: row.id,
+    name: row.name,
+    kind: row.kind,
+    baseUrl: row.baseUrl,
+    hasSecret: row.secretSealed !== null,
+    secretLastFour: row.secretLastFour,
+    models: JSON.parse(row.models) as ConnectionModels,
+    settings: JSON.parse(row.settings) as Record<string, unknown>,
+    orgId: row.orgId,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+function modelsFrom(input: Pick<ConnectionCreateInput, "models" | "chat_model" | "embedding_model" | "rerank_model" | "transcription_model">, base: ConnectionModels = {}): ConnectionModels {
+  const merged: ConnectionModels = { ...base, ...(input.models ?? {}) };
+  if (input.chat_model) merged.chat = input.chat_model;
+  if (input.embedding_model) merged.embedding = input.embedding_model;
+  if (input.rerank_model) merged.rerank = input.rerank_model;
+  if (input.transcription_model) merged.transcription = input.transcription_model;
+  return merged;
+}
+
+async function sealed(env: Env, secret: string | undefined): Promise<{ secretSealed: string; secretLastFour: string } | null> {
+  if (!secret) return null;
+  return { secretSealed: await encryptSecret(secret, requireSecret(env, "ENCRYPTION_KEY")), secretLastFour: secret.slice(-4) };
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return String(error).includes("UNIQUE");
+}
+
+export async function createConnection(env: Env, auth: AuthContext, input: ConnectionCreateInput) {
+  // OpenAI-compatible connections default to OpenAI's own endpoint.
+  const baseUrl = input.base_url ?? (input.kind === "openai" ? "https://api.openai.com/v1" : null);
+  const now = new Date().toISOString();
+  const secret = await sealed(env, input.secret ?? input.api_key);
+  const row: ConnectionRow = {
+    id: newId(),
+    orgId: auth.orgId,
+    name: input.name,
+    kind: input.kind,
+    baseUrl,
+    secretSealed: secret?.secretSealed ?? null,
+    secretLastFour: secret?.secretLastFour ?? null,
+    models: JSON.stringify(modelsFrom(input)),
+    settings: JSON.stringify(input.settings ?? {}),
+    createdBy: auth.userId,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const db = database(env);
+  try {
+    await db.batch([
+      db.insert(connections).values(row),
+      auditInsert(env, auth, { action: "connection.create", targetType: "connection", targetId: row.id, details: { name: row.name, kind: row.kind } }),
+    ]);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`a connection named '${input.name}' already exists`);
+    throw error;
+  }
+  return connectionRecord(row);
+}
+
+async function findConnection(env: Env, auth: AuthContext, ref: { connection_id?: string; name?: string }): Promise<ConnectionRow> {
+  if (!ref.connection_id && !ref.name) throw badRequest("Either connection_id or name must be provided");
+  const where = ref.connection_id ? eq(connections.id, ref.connection_id) : eq(connections.name, ref.name ?? "");
+  const rows = await database(env).select().from(connections).where(and(where, eq(connections.orgId, auth.orgId))).limit(1);
+  if (!rows[0]) throw notFound("connection");
+  return rows[0];
+}
+
+export async function updateConnection(env: Env, auth: AuthContext, input: ConnectionUpdateInput) {
+  const row = await findConnection(env, auth, input);
+  const secret = await sealed(env, input.secret ?? input.api_key);
+  const changes: Partial<ConnectionRow> = {
+    name: input.new_name ?? row.name,
+    baseUrl: input.base_url ?? row.baseUrl,
+    models: JSON.stringify(modelsFrom(input, JSON.parse(row.models) as ConnectionModels)),
+    settings: input.settings ? JSON.stringify(input.settings) : row.settings,
+    updatedAt: new Date().toISOString(),
+  };
+  if (secret) Object.assign(changes, secret);
+  else if (input.clear_secret) Object.assign(changes, { secretSealed: null, secretLastFour: null });
+  const changed = Object.keys(input).filter((k) => !["connection_id", "secret", "api_key"].includes(k));
+  if (input.secret ?? input.api_key) changed.push("secret");
+  const db = database(env);
+  try {
+    await db.batch([
+      db.update(connections).set(changes).where(eq(connections.id, row.id)),
+      auditInsert(env, auth, { action: "connection.update", targetType: "connection", targetId: row.id, details: { name: changes.name, fields: changed } }),
+    ]);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`a connection named '${input.new_name}' already exists`);
+    throw error;
+  }
+  return connectionRecord({ ...row, ...changes });
+}
+
+export async function deleteConnection(env: Env, auth: AuthContext, ref: { connection_id?: string; name?: string }): Promise<void> {
+  const row = await findConnection(env, auth, ref);
+  const db = database(env);
+  await db.batch([
+    db.delete(connections).where(eq(connections.id, row.id)),
+    auditInsert(env, auth, { action: "connection.delete", targetType: "connection", targetId: row.id, details: { name: row.name } }),
+  ]);
+}
+
+export async function listConnections(env: Env, auth: AuthContext) {
+  const rows = await database(env).select().from(connections).where(eq(connections.orgId, auth.orgId)).orderBy(connections.name);
+  return rows.map(connectionRecord);
+}
+
+/** A connection with its secret decrypted, for the provider layer only. Never put this in a response. */
+export interface ResolvedConnection {
+  id: string;
+  name: string;
+  kind: ConnectionKind;
+  baseUrl: string | null;
+  secret: string | null;
+  models: ConnectionModels;
+  settings: Record<string, unknown>;
+}
+
+async function resolved(env: Env, row: ConnectionRow): Promise<ResolvedConnection> {
+  return {
+    id: row.id,
+    name: row.name,
+    kind: row.kind as ConnectionKind,
+    baseUrl: row.baseUrl,
+    secret: row.secretSealed ? await decryptSecret(row.secretSealed, requireSecret(env, "ENCRYPTION_KEY")) : null,
+    models: JSON.parse(row.models) as ConnectionModels,
+    settings: JSON.parse(row.settings) as Record<string, unknown>,
+  };
+}
+
+/** Looks up an organization's connection by name and decrypts its secret for one call. */
+export async function resolveConnection(env: Env, orgId: string, name: string): Promise<ResolvedConnection | null> {
+  const rows = await database(env).select().from(connections).where(and(eq(connections.orgId, orgId), eq(connections.name, name))).limit(1);
+  return rows[0] ? resolved(env, rows[0]) : null;
+}
+
+/** The organization's connections of the given kinds, secrets decrypted, oldest first. */
+export async function resolveConnectionsOfKind(env: Env, orgId: string, kinds: readonly ConnectionKind[]): Promise<ResolvedConnection[]> {
+  const rows = await database(env).select().from(connections).where(eq(connections.orgId, orgId)).orderBy(connections.createdAt);
+  return Promise.all(rows.filter((row) => (kinds as readonly string[]).includes(row.kind)).map((row) => resolved(env, row)));
+}

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { parseRequestBody } from "../../src/lib/body";
+import { bearer, call, seedOrg } from "../helpers";
+
+const request = (type: string, body: BodyInit): Request => new Request("http://loom.test/x", { method: "POST", headers: type ? { "content-type": type } : {}, body });
+
+describe("one body parser for JSON, multipart and urlencoded", () => {
+  it("nests dotted names, merges JSON-string objects with dotted refinements, and repeats keys into arrays", async () => {
+    const fields = new URLSearchParams();
+    fields.append("file_data", JSON.stringify({ custom_metadata: { team: "a" } }));
+    fields.append("file_data.file.metadata.name", "notes.txt");
+    fields.append("queries", "first");
+    fields.append("queries", "second");
+    const parsed = await parseRequestBody(request("application/x-www-form-urlencoded", fields.toString()));
+    expect(parsed).toEqual({ file_data: { custom_metadata: { team: "a" }, file: { metadata: { name: "notes.txt" } } }, queries: ["first", "second"] });
+  });
+
+  it("turns a multipart file part into the same shape as base64 JSON, keeping dotted metadata", async () => {
+    const form = new FormData();
+    form.append("file_data.file", new File(["hello world"], "hello.txt", { type: "text/plain" }));
+    form.append("file_data.file.metadata.path", "/docs/hello.txt");
+    const parsed = await parseRequestBody(new Request("http://loom.test/x", { method: "POST", body: form }));
+    expect(parsed).toEqual({
+      file_data: { file: { type: "file", raw_bytes: btoa("hello world"), metadata: { name: "hello.txt", mime_type: "text/plain", size: 11, path: "/docs/hello.txt" } } },
+    });
+  });
+
+  it("treats an empty body as an empty object and rejects prototype keys", async () => {
+    expect(await parseRequestBody(request("application/json", ""))).toEqual({});
+    expect(await parseRequestBody(request("", ""))).toEqual({});
+    await expect(parseRequestBody(request("application/x-www-form-urlencoded", "constructor.prototype.x=1"))).rejects.toThrow("invalid field name");
+  });
+
+  it("gives the same result through a route in all three encodings", async () => {
+    const org = await seedOrg();
+    const auth = bearer(org.owner.token);
+    const fields = { name: "", kind: "openai", base_url: "https://llm.example/v1", "models.chat": "m1", settings: JSON.stringify({ region: "eu" }) };
+    const results = [];
+    for (const [i, encode] of [
+      (f: Record<string, string>) => ({ headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(f).toString() }),
+      (f: Record<string, string>) => {
+        const form = new FormData();
+        for (const [k, v] of Object.entries(f)) form.append(k, v);
+        return { headers: {}, body: form };
+      },
+      (f: Record<string, string>) => ({ headers: { "content-type": "application/json" }, body: JSON.stringify({ name: f.name, kind: f.kind, base_url: f.base_url, models: { chat: "m1" }, settings: { region: "eu" } }) }),
+    ].entries()) {
+      const encoded = encode({ ...fields, name: `enc${i}` });
+      const response = await call("/admin/connections/create", { method: "POST", headers: { ...encoded.headers, ...auth }, body: encoded.body });
+      expect(response.status).toBe(200);
+      const { connection } = (await response.json()) as { connection: Record<string, unknown> };
+      results.push({ kind: connection.kind, baseUrl: connection.baseUrl, models: connection.models, settings: connection.settings });
+    }
+    expect(results[0]).toEqual({ kind: "openai", baseUrl: "https://llm.example/v1", models: { chat: "m1" }, settings: { region: "eu" } });
+    expect(results[1]).toEqual(results[0]);
+    expect(results[2]).toEqual(results[0]);
+  });
+});
