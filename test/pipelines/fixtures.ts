@@ -1,8 +1,5 @@
-import { env } from "cloudflare:test";
 import type { Env } from "../../src/env";
 import { nodeServicesProvider, productionNodeServices, type NodeServices } from "../../src/features/pipelines/pipeline-services";
-import { sha256Hex } from "../../src/lib/crypto";
-import { newId, toHex } from "../../src/lib/ids";
 import { bearer, call, json } from "../helpers";
 
 export const SMALLEST = {
@@ -96,18 +93,3 @@ export function useServices(make: (env: Env) => NodeServices): () => void {
 }
 
 
-/**
- * Adds a user with a role and an API key straight into D1. (The admin route `seedOrg().addMember`
- * uses is built on another branch; this keeps these tests independent of it.)
- */
-export async function addMember(orgId: string, role: "admin" | "member" | "viewer"): Promise<{ userId: string; apiKey: string }> {
-  const userId = newId();
-  const now = new Date().toISOString();
-  const name = uniqueName(role);
-  const key = `sk_${toHex(crypto.getRandomValues(new Uint8Array(24)))}`;
-  await env.DB.batch([
-    env.DB.prepare("INSERT INTO users (id, org_id, email, username, name, password_hash, role, suspended, created_at, updated_at) VALUES (?, ?, ?, ?, '', 'x', ?, 0, ?, ?)").bind(userId, orgId, `${name}@example.com`, name, role, now, now),
-    env.DB.prepare("INSERT INTO api_keys (id, user_id, org_id, name, key_hash, last_four, created_at) VALUES (?, ?, ?, 'test', ?, ?, ?)").bind(newId(), userId, orgId, await sha256Hex(key), key.slice(-4), now),
-  ]);
-  return { userId, apiKey: key };
-}

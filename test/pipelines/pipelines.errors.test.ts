@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { AppError } from "../../src/lib/errors";
 import { startPipelineRun } from "../../src/features/pipelines/pipeline-runs.service";
-import { addMember, createPipeline, fakeServices, send, SMALLEST, uniqueName, useServices, waitForRun, WITH_APPROVAL } from "./fixtures";
+import { createPipeline, fakeServices, send, SMALLEST, uniqueName, useServices, waitForRun, WITH_APPROVAL } from "./fixtures";
 
 const failed = (error: string) => ({ status: "failed", error });
 
@@ -197,10 +197,10 @@ describe("pipelines: run errors", () => {
   it("forbids viewers to create or run, and members to delete others' pipelines", async () => {
     const org = await seedOrg();
     const id = await createPipeline(org.owner.apiKey, SMALLEST);
-    const viewer = await addMember(org.orgId, "viewer");
+    const viewer = await org.addMember("viewer");
     expect(await send(viewer.apiKey, "POST", "/v1/pipeline", { name: uniqueName(), ...SMALLEST })).toEqual({ status: 403, body: failed("viewers cannot create or change records") });
     expect(await send(viewer.apiKey, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "x" } })).toEqual({ status: 403, body: failed("viewers cannot run or control pipeline runs") });
-    const member = await addMember(org.orgId, "member");
+    const member = await org.addMember("member");
     expect(await send(member.apiKey, "DELETE", `/v1/pipeline/${id}`)).toEqual({ status: 403, body: failed("only the pipeline's owner or an admin can change it") });
     expect((await send(viewer.apiKey, "GET", `/v1/pipeline?id=${id}`)).status).toBe(200);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
-import { addMember, createPipeline, send, SMALLEST, uniqueName, waitForRun, WITH_APPROVAL } from "./fixtures";
+import { createPipeline, send, SMALLEST, uniqueName, waitForRun, WITH_APPROVAL } from "./fixtures";
 
 describe("pipelines: happy paths", () => {
   it("runs the smallest pipeline exactly as the issue writes it", async () => {
@@ -47,7 +47,7 @@ describe("pipelines: definitions and run control", () => {
     const byName = await send(key, "GET", `/v1/pipeline?name=${encodeURIComponent(name)}`);
     expect((byName.body.object as { _id: string })._id).toBe(id);
 
-    const member = await addMember(org.orgId, "member");
+    const member = await org.addMember("member");
     const theirs = await createPipeline(member.apiKey, SMALLEST);
     const own = await send(key, "GET", "/v1/pipelines");
     expect(own.body).toEqual({ status: "success", object_ids: [id], objects: [] });
