@@ -286,8 +286,8 @@ export class PipelineRunObject extends DurableObject<Env> {
     const run = this.loadRun();
     if (!run) return false;
     if (run.status === "queued") {
+      // The index counts queued and running alike (both are in progress), so it is not written here.
       this.sql.exec(`UPDATE run SET status = 'running', started_at = ?, version = version + 1`, Date.now());
-      await this.syncIndex();
       return true;
     }
     if (run.status !== "running") return false;

@@ -154,9 +154,8 @@ export interface StartRunOptions {
 /** Starts one run of a pipeline the caller may see; waits for it unless it is a background run. */
 export async function startPipelineRun(env: Env, auth: AuthContext, pipelineId: string, rawInputs: Record<string, unknown>, options: StartRunOptions = {}): Promise<RunView> {
   assertCanRun(auth);
-  const pipeline = await loadPipeline(env, auth, pipelineId);
+  const [pipeline] = await Promise.all([loadPipeline(env, auth, pipelineId), assertUnderConcurrencyLimit(env, auth, 1)]);
   const inputs = coerceInputs(pipeline.graph, rawInputs);
-  await assertUnderConcurrencyLimit(env, auth, 1);
   const view = await startRun(env, auth, pipeline, inputs, { background: options.background ?? false, startDelayMs: options.startDelayMs });
   if (options.background) return view;
   return (await runStub(env, view.run_id).waitUntilSettled(options.waitMs ?? syncWaitMs(env))) ?? view;
