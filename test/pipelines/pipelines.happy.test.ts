@@ -1,3 +1,5 @@
+import { env } from "cloudflare:test";
+import { runStub } from "../../src/features/pipelines/pipeline-runs.service";
 import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
 import { createPipeline, send, SMALLEST, uniqueName, waitForRun, WITH_APPROVAL } from "./fixtures";
@@ -147,5 +149,19 @@ describe("pipelines: definitions and run control", () => {
     expect(ended.body).toMatchObject({ status: "terminated", error: "terminated by request" });
     const history = await send(key, "GET", `/v1/pipeline/${id}/runs`);
     expect(history.body.runs).toMatchObject([{ run_id: runId, status: "terminated" }]);
+  });
+});
+
+describe("pipelines: deletion", () => {
+  it("terminates the pipeline's runs in progress when it is deleted", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const id = await createPipeline(key, WITH_APPROVAL);
+    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "x" } });
+    expect(run.body.state).toBe("paused");
+    expect((await send(key, "DELETE", `/v1/pipeline/${id}`)).status).toBe(200);
+    const view = await runStub(env, String(run.body.run_id)).status();
+    expect(view?.status).toBe("terminated");
+    expect(await send(key, "GET", `/v1/pipeline/${id}/run/status/${run.body.run_id}`)).toEqual({ status: 404, body: { status: "failed", error: "pipeline not found" } });
   });
 });
