@@ -106,11 +106,27 @@ export async function createPipeline(env: Env, auth: AuthContext, input: Pipelin
   return { status: "success", id };
 }
 
+/**
+ * Validated graphs by pipeline id. Definitions never change after creation, so a graph checked
+ * once is reused by every later run in this isolate (the row is still read, for tenancy).
+ */
+const graphCache = new Map<string, PipelineGraph>();
+const GRAPH_CACHE_SIZE = 500;
+
+function graphOf(record: PipelineRecord): PipelineGraph {
+  const cached = graphCache.get(record._id);
+  if (cached) return cached;
+  const graph = validateGraph(record.nodes, record.edges);
+  if (graphCache.size >= GRAPH_CACHE_SIZE) graphCache.delete(graphCache.keys().next().value as string);
+  graphCache.set(record._id, graph);
+  return graph;
+}
+
 /** A pipeline the caller may see (404 otherwise), with its validated graph. */
 export async function loadPipeline(env: Env, auth: AuthContext, id: string): Promise<PipelineRecord & { graph: PipelineGraph }> {
   const rows = await database(env).select().from(pipelines).where(eq(pipelines.id, id)).limit(1);
   const record = toRecord(assertVisible(rows[0], auth, "pipeline"));
-  return { ...record, graph: validateGraph(record.nodes, record.edges) };
+  return { ...record, graph: graphOf(record) };
 }
 
 export async function fetchPipeline(env: Env, auth: AuthContext, query: FetchQueryInput): Promise<{ status: "success"; object: PipelineRecord }> {
