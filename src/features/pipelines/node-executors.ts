@@ -29,7 +29,7 @@ export function resolverFor(ctx: Pick<NodeContext, "states">): RefResolver {
 }
 
 /** Values on the node's active incoming edges, in edge order. */
-function incomingValues(node: NodeSpec, ctx: NodeContext): { edgeInput?: string; value: unknown }[] {
+function incomingValues(node: NodeSpec, ctx: Pick<NodeContext, "graph" | "states">): { edgeInput?: string; value: unknown }[] {
   const values: { edgeInput?: string; value: unknown }[] = [];
   for (const edge of ctx.graph.edges) {
     if (edge.target !== node.id) continue;
@@ -97,7 +97,7 @@ export function compareValues(nodeId: string, operator: string, left: unknown, r
 
 /** The value a pass-through node (approval, wait) hands on: its single upstream's main output. */
 export function passThrough(node: NodeSpec, ctx: Pick<NodeContext, "graph" | "states">): Record<string, unknown> {
-  const values = incomingValues(node, { ...ctx } as NodeContext);
+  const values = incomingValues(node, ctx);
   return { value: values.length === 1 ? values[0].value : values.length === 0 ? null : values.map((v) => v.value) };
 }
 
