@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
-import { runStub } from "../../src/features/pipelines/pipeline-runs.service";
+import { runPipeline, runPipelineForUser, runStub } from "../../src/features/pipelines/pipeline-runs.service";
+import { AppError } from "../../src/lib/errors";
 import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
 import { createPipeline, send, SMALLEST, uniqueName, waitForRun, WITH_APPROVAL } from "./fixtures";
@@ -163,5 +164,24 @@ describe("pipelines: deletion", () => {
     const view = await runStub(env, String(run.body.run_id)).status();
     expect(view?.status).toBe("terminated");
     expect(await send(key, "GET", `/v1/pipeline/${id}/run/status/${run.body.run_id}`)).toEqual({ status: 404, body: { status: "failed", error: "pipeline not found" } });
+  });
+});
+
+describe("pipelines: the service other features call", () => {
+  it("runPipelineForUser answers outputs, and a clear error when the run pauses", async () => {
+    const org = await seedOrg();
+    const id = await createPipeline(org.owner.apiKey, SMALLEST);
+    expect(await runPipelineForUser(env, { orgId: org.orgId, userId: org.owner.userId, pipelineId: id, inputs: { q: "bot" } })).toEqual({ answer: "Hello bot" });
+    const outcome = await runPipeline(env, { userId: org.owner.userId, orgId: org.orgId, role: "owner", via: "token" }, id, { q: "svc" });
+    expect(outcome).toEqual({ run_id: expect.any(String), status: "completed", outputs: { answer: "Hello svc" }, error: null });
+
+    const gated = await createPipeline(org.owner.apiKey, WITH_APPROVAL);
+    const paused = await runPipelineForUser(env, { orgId: org.orgId, userId: org.owner.userId, pipelineId: gated, inputs: { q: "bot" } }).catch((e: unknown) => e);
+    expect(paused).toBeInstanceOf(AppError);
+    expect((paused as AppError).message).toMatch(/^pipeline run [0-9a-f]{24} paused \(it has an approval node\)$/);
+
+    const stranger = await seedOrg();
+    const hidden = await runPipelineForUser(env, { orgId: stranger.orgId, userId: stranger.owner.userId, pipelineId: id, inputs: { q: "x" } }).catch((e: unknown) => e);
+    expect((hidden as AppError).status).toBe(404);
   });
 });

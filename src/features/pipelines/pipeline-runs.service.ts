@@ -1,6 +1,7 @@
 import { and, count, desc, eq, inArray } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
+import { users } from "../../db/schema/identity";
 import { pipelineRuns, type RunStatus } from "../../db/schema/pipelines";
 import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
@@ -176,6 +177,45 @@ export interface PipelineRunOutcome {
 export async function runPipeline(env: Env, auth: AuthContext, pipelineId: string, inputs: Record<string, unknown>, options: { waitMs?: number } = {}): Promise<PipelineRunOutcome> {
   const view = await startPipelineRun(env, auth, pipelineId, inputs, { waitMs: options.waitMs });
   return { run_id: view.run_id, status: view.status, outputs: view.outputs, error: view.error };
+}
+
+export interface UserPipelineRun {
+  orgId: string;
+  /** Whose rights the run has (a chatbot's owner, for instance). */
+  userId: string;
+  pipelineId: string;
+  inputs: Record<string, unknown>;
+  /** Aborting terminates the run. */
+  signal?: AbortSignal;
+  waitMs?: number;
+}
+
+/**
+ * Runs a pipeline for a user of an organization and answers its outputs by name: the shape
+ * chatbots call. The user's current role is read (a removed or suspended user cannot run
+ * anything). A run that does not complete is an AppError naming the run and how it ended.
+ */
+export async function runPipelineForUser(env: Env, input: UserPipelineRun): Promise<Record<string, unknown>> {
+  const rows = await database(env)
+    .select({ role: users.role, suspended: users.suspended })
+    .from(users)
+    .where(and(eq(users.id, input.userId), eq(users.orgId, input.orgId)))
+    .limit(1);
+  if (!rows[0] || rows[0].suspended) throw notFound("pipeline");
+  const auth: AuthContext = { userId: input.userId, orgId: input.orgId, role: rows[0].role, via: "token" };
+  // Started in the foreground (driven at once), then waited on here, so an abort can terminate it.
+  const started = await startPipelineRun(env, auth, input.pipelineId, input.inputs, { waitMs: 0 });
+  const stub = runStub(env, started.run_id);
+  const onAbort = () => void stub.terminate();
+  input.signal?.addEventListener("abort", onAbort);
+  try {
+    const view = (await stub.waitUntilSettled(input.waitMs ?? syncWaitMs(env))) ?? started;
+    if (view.status === "completed") return view.outputs;
+    const how = view.status === "paused" ? "paused (it has an approval node)" : view.status === "failed" || view.status === "terminated" ? `${view.status}: ${view.error ?? "no error recorded"}` : "did not finish in time";
+    throw conflict(`pipeline run ${view.run_id} ${how}`);
+  } finally {
+    input.signal?.removeEventListener("abort", onAbort);
+  }
 }
 
 /** Starts several background runs; every run's inputs are checked before any starts. */
