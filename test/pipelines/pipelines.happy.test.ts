@@ -102,6 +102,17 @@ describe("pipelines: definitions and run control", () => {
     expect(events[1]).toEqual({ type: "result", run_id: expect.any(String), output_name: "answer", output_value: "Hello stream" });
   });
 
+  it("ends a stream with a paused event when the run stops at an approval", async () => {
+    const org = await seedOrg();
+    const id = await createPipeline(org.owner.apiKey, WITH_APPROVAL);
+    const response = await call(`/v1/pipeline/${id}/run`, json({ inputs: { q: "s" }, stream: true }, bearer(org.owner.apiKey)));
+    const events = (await response.text())
+      .split("\n")
+      .filter((line) => line.startsWith("data: "))
+      .map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>);
+    expect(events).toEqual([{ type: "paused", run_id: expect.stringMatching(/^[0-9a-f]{24}$/), state: "paused" }]);
+  });
+
   it("bulk-runs (both spellings) and pages the run history newest first", async () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;

@@ -70,6 +70,29 @@ describe("pipelines: node types", () => {
     expect(nodes.find((x) => x.id === "no")?.status).toBe("completed");
   });
 
+  it("hands edge values to named inputs and merges every taken branch with strategy all", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const id = await createPipeline(key, {
+      nodes: [
+        { id: "x", type: "input", config: { name: "x", type: "number" } },
+        { id: "y", type: "input", config: { name: "y", type: "number", required: false, default: 5 } },
+        { id: "add", type: "transformation", config: { transformation_id: "bbbbbbbbbbbbbbbbbbbbbbbb" } },
+        { id: "both", type: "merge", config: { strategy: "all" } },
+        { id: "out", type: "output", config: { name: "all" } },
+      ],
+      edges: [
+        { source: "x", target: "add", target_input: "a" },
+        { source: "y", target: "add", target_input: "b" },
+        { source: "add", target: "both", source_output: "sum" },
+        { source: "x", target: "both" },
+        { source: "both", target: "out" },
+      ],
+    });
+    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { x: 1 } });
+    expect(run.body).toMatchObject({ status: "success", outputs: { all: [6, 1] } });
+  });
+
   it("sleeps at a wait node by alarm, then finishes", async () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
