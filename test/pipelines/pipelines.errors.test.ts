@@ -205,3 +205,16 @@ describe("pipelines: run errors", () => {
     expect((await send(viewer.apiKey, "GET", `/v1/pipeline?id=${id}`)).status).toBe(200);
   });
 });
+
+describe("pipelines: size bounds", () => {
+  it("rejects a definition or inputs too large to store, with a 400 naming the field", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const big = "x".repeat(30_000);
+    const nodes = Array.from({ length: 40 }, (_, i) => ({ id: `t${i}`, type: "text", config: { text: big } }));
+    expect(await send(key, "POST", "/v1/pipeline", { name: uniqueName(), nodes })).toEqual({ status: 400, body: failed("nodes: the definition (nodes and edges) must serialize to at most 1048576 bytes") });
+    const id = await createPipeline(key, SMALLEST);
+    const huge = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "y".repeat(1_100_000) } });
+    expect(huge).toEqual({ status: 400, body: failed("inputs: must serialize to at most 1048576 bytes") });
+  });
+});

@@ -5,6 +5,9 @@ import { zArray, zBool, zFreeObject, zId, zInt, zJsonObject, zString } from "../
 export const MAX_NODES = 200;
 export const MAX_EDGES = 1000;
 export const MAX_TEMPLATE_CHARS = 32 * 1024;
+/** A definition and a run's inputs each fit one SQLite row (2 MB) with room to spare. */
+export const MAX_DEFINITION_BYTES = 1024 * 1024;
+export const MAX_INPUT_BYTES = 1024 * 1024;
 
 export const NODE_TYPES = ["input", "output", "text", "llm", "knowledge_base", "transformation", "condition", "merge", "approval", "wait", "pipeline"] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
@@ -14,7 +17,7 @@ const NodeIdPattern = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 export const PipelineNodeSchema = z.object({
   id: z.string().regex(NodeIdPattern, "node ids are 1-64 letters, digits, '_' or '-', starting with a letter or '_'"),
   type: zString(1, 40),
-  config: zFreeObject(256 * 1024).optional().default({}),
+  config: zFreeObject(MAX_TEMPLATE_CHARS * 4).optional().default({}),
 });
 
 export const PipelineEdgeSchema = z.object({
@@ -36,13 +39,17 @@ export const PipelineCreateBody = z
     max_steps: zInt(1, 10_000).optional().openapi({ description: "Most node executions one run may take; more fails the run. Default 1000." }),
     node_timeout_seconds: zInt(1, 900).optional().openapi({ description: "Default time limit of one node; a node's `config.timeout_seconds` overrides it. Default 300." }),
   })
+  .refine((body) => JSON.stringify(body.nodes).length + JSON.stringify(body.edges).length <= MAX_DEFINITION_BYTES, {
+    message: `the definition (nodes and edges) must serialize to at most ${MAX_DEFINITION_BYTES} bytes`,
+    path: ["nodes"],
+  })
   .openapi("PipelineCreateBody");
 export type PipelineCreateInput = z.output<typeof PipelineCreateBody>;
 
 export const PipelineParams = z.object({ id: zId() });
 export const PipelineRunParams = z.object({ id: zId(), run_id: zId() });
 
-const Inputs = zFreeObject(8 * 1024 * 1024).optional().default({});
+const Inputs = zFreeObject(MAX_INPUT_BYTES).optional().default({});
 
 export const PipelineRunBody = z
   .object({
