@@ -23,6 +23,8 @@ export interface Env {
   PIPELINE_MAX_CONCURRENT_RUNS?: string;
   /** Longest a synchronous `POST /v1/pipeline/{id}/run` waits before answering with the run id (default 120). */
   PIPELINE_SYNC_WAIT_SECONDS?: string;
+  /** Login attempts per account (optional: without it, logins are not throttled). */
+  LOGIN_LIMITER?: RateLimit;
 }
 
 /** Who is calling, established by the auth middleware. */

@@ -87,3 +87,17 @@ describe("foundation: security", () => {
     }
   });
 });
+
+describe("login throttling", () => {
+  it("answers 429 after ten attempts a minute for one account, even with the right password", async () => {
+    const org = await seedOrg();
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await call("/auth/login", form({ username: org.owner.email, password: "wrong guess" }))).status);
+    expect(statuses.every((s) => s === 401)).toBe(true);
+    const blocked = await call("/auth/login", form({ username: org.owner.email.toUpperCase(), password: org.owner.password }));
+    expect([blocked.status, await blocked.json()]).toEqual([429, { detail: "too many login attempts for this account; wait a minute and try again" }]);
+    // Another account is not affected.
+    const other = await seedOrg();
+    expect((await call("/auth/login", form({ username: other.owner.username, password: other.owner.password }))).status).toBe(200);
+  });
+});

@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
+import { enforceLimit } from "../../middleware/limits";
 import { ApiKeyCreateBody, ApiKeyParams, LoginBody, SignupBody } from "./auth.schemas";
 import { createApiKey, currentUser, listApiKeys, login, revokeApiKey, signup } from "./auth.service";
 
@@ -11,9 +12,11 @@ export function registerAuthRoutes(app: OpenAPIHono<AppBindings>): void {
     c.json(await signup(c.env, body), 201),
   );
 
-  defineRoute(app, { method: "post", path: "/auth/login", group: "B", auth: "none", tags, summary: "Exchange a username (or email) and password for an access token (OAuth2 password grant)", body: LoginBody }, async (c, { body }) =>
-    c.json(await login(c.env, body.username, body.password)),
-  );
+  defineRoute(app, { method: "post", path: "/auth/login", group: "B", auth: "none", tags, summary: "Exchange a username (or email) and password for an access token (OAuth2 password grant)", body: LoginBody, responses: { 429: "Too many attempts for this account" } }, async (c, { body }) => {
+    // Per account, so guessing one account's password is slow whichever addresses it comes from.
+    await enforceLimit(c.env.LOGIN_LIMITER, `login:${body.username.trim().toLowerCase()}`, "too many login attempts for this account; wait a minute and try again");
+    return c.json(await login(c.env, body.username, body.password));
+  });
 
   defineRoute(app, { method: "get", path: "/auth/me", group: "B", auth: "bearer", tags, summary: "The signed-in user" }, async (c) => c.json(await currentUser(c.env, c.get("auth"))));
 
