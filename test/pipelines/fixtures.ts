@@ -48,7 +48,7 @@ export async function createPipeline(key: string, definition: Body, name = uniqu
 
 /** Polls the status route until the run leaves in_progress (or the attempts run out). */
 export async function waitForRun(key: string, pipelineId: string, runId: string, until: (status: string) => boolean = (s) => s !== "in_progress"): Promise<Body> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     const status = await send(key, "GET", `/v1/pipeline/${pipelineId}/run/status/${runId}`);
     if (until(String(status.body.status))) return status.body;
     await new Promise((r) => setTimeout(r, 25));

@@ -49,7 +49,7 @@ async function crash(runId: string): Promise<void> {
 }
 
 async function waitFor(check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1000; i++) {
     if (await check()) return;
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -96,7 +96,7 @@ describe("pipelines: durability (alarms driven by hand)", () => {
     calls.length = 0;
     block(T2); // t2's first call never returns: the object dies while it is in flight.
     const firstAlarm = runDurableObjectAlarm(stubOf(runId)).catch((e: unknown) => e);
-    for (let i = 0; i < 100 && !calls.includes(T2); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 1000 && !calls.includes(T2); i++) await new Promise((r) => setTimeout(r, 10));
     expect(calls).toEqual([T1, T2]);
     const mid = await view(runId);
     expect(node(mid, "t1")).toMatchObject({ status: "completed", outputs: { sum: 2 }, attempts: 1 });
