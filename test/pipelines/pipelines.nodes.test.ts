@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seedOrg } from "../helpers";
+import { bearer, call, seedOrg } from "../helpers";
 import { createPipeline, fakeServices, send, useServices } from "./fixtures";
 
 describe("pipelines: node types", () => {
@@ -91,6 +91,25 @@ describe("pipelines: node types", () => {
     });
     const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { x: 1 } });
     expect(run.body).toMatchObject({ status: "success", outputs: { all: [6, 1] } });
+  });
+
+  it("takes a file input as a multipart file part", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const id = await createPipeline(key, {
+      nodes: [
+        { id: "doc", type: "input", config: { name: "doc", type: "file" } },
+        { id: "out", type: "output", config: { name: "file", value: "{{doc}}" } },
+      ],
+      edges: [{ source: "doc", target: "out" }],
+    });
+    const body = new FormData();
+    body.append("inputs.doc", new File(["hello file"], "note.txt", { type: "text/plain" }));
+    const response = await call(`/v1/pipeline/${id}/run`, { method: "POST", headers: bearer(key), body });
+    expect(await response.json()).toMatchObject({
+      status: "success",
+      outputs: { file: { type: "file", raw_bytes: btoa("hello file"), metadata: { name: "note.txt", mime_type: "text/plain", size: 10 } } },
+    });
   });
 
   it("sleeps at a wait node by alarm, then finishes", async () => {
