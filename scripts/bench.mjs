@@ -1,18 +1,19 @@
-// `npm run bench`: runs every scripts/bench/*.mjs section against a running Loom (`npm start`).
-// LOOM_URL picks the server (default http://127.0.0.1:8787); extra arguments name sections to run.
+// `npm run bench`: runs every section in scripts/bench/*.mjs, one after another, against a
+// running Loom (`npm start`). LOOM_URL names it (default http://127.0.0.1:8787); extra
+// arguments pick sections by file name (`npm run bench -- transformations`).
 import { readdirSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 
 const dir = new URL("./bench/", import.meta.url);
 const only = process.argv.slice(2);
 const sections = readdirSync(dir)
-  .filter((f) => f.endsWith(".mjs"))
-  .filter((f) => only.length === 0 || only.includes(f.replace(/\.mjs$/, "")))
+  .filter((file) => file.endsWith(".mjs"))
+  .filter((file) => only.length === 0 || only.some((name) => file.startsWith(name)))
   .sort();
 let failed = 0;
 for (const file of sections) {
-  console.log(`\n== ${file} ==`);
+  console.log(`\n## ${file.replace(/\.mjs$/, "")}`);
   const result = spawnSync(process.execPath, [new URL(file, dir).pathname], { stdio: "inherit", env: process.env });
   if (result.status !== 0) failed += 1;
 }
-process.exit(failed > 0 ? 1 : 0);
+process.exit(failed ? 1 : 0);

@@ -8,6 +8,7 @@ import { registerConnectionRoutes } from "./features/connections/connections.rou
 import { registerAgentRoutes } from "./features/agents/agents.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
 import { registerPipelineRoutes } from "./features/pipelines/pipelines.routes";
+import { registerTransformationRoutes } from "./features/transformations/transformations.routes";
 
 /** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
 export function createApp(): OpenAPIHono<AppBindings> {
@@ -28,5 +29,6 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerAgentRoutes(app);
   registerDocsRoutes(app);
   registerPipelineRoutes(app);
+  registerTransformationRoutes(app);
   return app;
 }

@@ -25,6 +25,14 @@ export interface Env {
   PIPELINE_SYNC_WAIT_SECONDS?: string;
   /** Login attempts per account (optional: without it, logins are not throttled). */
   LOGIN_LIMITER?: RateLimit;
+  /** Dynamic Worker loader: transformations run in a Worker with no bindings and no network. */
+  LOADER?: WorkerLoader;
+  /** "inline" runs transformations in this Worker even where a loader exists. */
+  SANDBOX_PLACEMENT?: string;
+  /** Transformation limits (see src/sandbox/sandbox.ts); unset means the defaults. */
+  SANDBOX_FUEL?: string;
+  SANDBOX_MEMORY_BYTES?: string;
+  SANDBOX_OUTPUT_BYTES?: string;
 }
 
 /** Who is calling, established by the auth middleware. */

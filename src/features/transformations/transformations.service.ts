@@ -1,0 +1,155 @@
+import { and, eq } from "drizzle-orm";
+import type { AuthContext, Env } from "../../env";
+import { database } from "../../db/client";
+import { transformations, type TransformationRow } from "../../db/schema/transformations";
+import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
+import { runSandboxed, sandboxLimits } from "../../sandbox/sandbox";
+import type { SandboxOutcome } from "../../sandbox/sandbox.types";
+import { compileIoSchema, validateAgainst, type IoSchema } from "./io-schema";
+import type { TransformationCreateInput } from "./transformations.schemas";
+
+const WHAT = "transformation";
+
+/** The record as the API shows it: `_id`, camelCase ownership fields, the hosted SDK's field names. */
+export interface TransformationRecord {
+  _id: string;
+  name: string;
+  description: string;
+  function_name: string;
+  function: string;
+  inputs: IoSchema;
+  outputs: IoSchema;
+  language: "python" | "javascript";
+  ownerId: string;
+  orgId: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+function toRecord(row: TransformationRow): TransformationRecord {
+  return {
+    _id: row.id,
+    name: row.name,
+    description: row.description,
+    function_name: row.functionName,
+    function: row.source,
+    inputs: JSON.parse(row.inputSchema) as IoSchema,
+    outputs: JSON.parse(row.outputSchema) as IoSchema,
+    language: row.language,
+    ownerId: row.ownerId,
+    orgId: row.orgId,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+/** Turns a sandbox failure into the one clear 400 the caller sees. */
+function sandboxError(outcome: Extract<SandboxOutcome, { ok: false }>): AppError {
+  return badRequest(outcome.message);
+}
+
+function schemaOrThrow(schema: IoSchema, field: string) {
+  const compiled = compileIoSchema(schema, field);
+  if ("problem" in compiled) throw badRequest(compiled.problem);
+  return compiled.schema;
+}
+
+export async function createTransformation(env: Env, auth: AuthContext, body: TransformationCreateInput): Promise<string> {
+  assertCanCreate(auth);
+  const inputSchema = body.input_schema ?? body.inputs ?? {};
+  const outputSchema = body.output_schema ?? body.outputs ?? {};
+  schemaOrThrow(inputSchema, "input_schema");
+  schemaOrThrow(outputSchema, "output_schema");
+
+  const db = database(env);
+  const taken = await db.select({ id: transformations.id }).from(transformations).where(and(eq(transformations.ownerId, auth.userId), eq(transformations.name, body.name))).limit(1);
+  if (taken[0]) throw conflict(`a transformation named '${body.name}' already exists`);
+
+  // Parse the source and look for the function without running any of it.
+  const checked = await runSandboxed(env, { kind: "check", language: body.language, source: body.function, functionName: body.function_name, limits: sandboxLimits(env) });
+  if (!checked.ok) throw sandboxError(checked);
+
+  const id = newId();
+  const now = new Date().toISOString();
+  try {
+    await db.insert(transformations).values({
+      id,
+      orgId: auth.orgId,
+      ownerId: auth.userId,
+      name: body.name,
+      description: body.description,
+      functionName: body.function_name,
+      source: body.function,
+      language: body.language,
+      inputSchema: JSON.stringify(inputSchema),
+      outputSchema: JSON.stringify(outputSchema),
+      createdAt: now,
+      updatedAt: now,
+    });
+  } catch (error) {
+    // Two creations racing for one name: the unique index decides.
+    if (/UNIQUE/i.test(String(error))) throw conflict(`a transformation named '${body.name}' already exists`);
+    throw error;
+  }
+  return id;
+}
+
+async function loadVisible(env: Env, auth: AuthContext, id: string): Promise<TransformationRow> {
+  const rows = await database(env).select().from(transformations).where(eq(transformations.id, id)).limit(1);
+  return assertVisible(rows[0], auth, WHAT);
+}
+
+export async function getTransformation(env: Env, auth: AuthContext, query: FetchQueryInput): Promise<TransformationRecord> {
+  const target = await resolveFetchTarget(env, auth, query);
+  if ("id" in target) return toRecord(await loadVisible(env, auth, target.id));
+  const rows = await database(env)
+    .select()
+    .from(transformations)
+    .where(and(eq(transformations.orgId, auth.orgId), eq(transformations.ownerId, target.ownerId), eq(transformations.name, target.name)))
+    .limit(1);
+  if (!rows[0]) throw notFound(WHAT);
+  return toRecord(rows[0]);
+}
+
+/** The caller's own transformations, or with `includeShared` every one in the organization. */
+export async function listTransformations(env: Env, auth: AuthContext, includeShared: boolean): Promise<TransformationRecord[]> {
+  const where = includeShared ? eq(transformations.orgId, auth.orgId) : and(eq(transformations.orgId, auth.orgId), eq(transformations.ownerId, auth.userId));
+  const rows = await database(env).select().from(transformations).where(where).orderBy(transformations.createdAt, transformations.id).limit(1000);
+  return rows.map(toRecord);
+}
+
+export async function deleteTransformation(env: Env, auth: AuthContext, id: string): Promise<void> {
+  const row = await loadVisible(env, auth, id);
+  assertWritable(row, auth, WHAT);
+  await database(env).delete(transformations).where(and(eq(transformations.id, id), eq(transformations.orgId, auth.orgId)));
+}
+
+/**
+ * Runs a transformation the caller may see on `inputs`: validates the inputs, runs the
+ * function in a fresh sandboxed interpreter, validates and returns its output object.
+ * Every failure is an AppError (400 naming the field or the limit, 404 when not visible).
+ * Pipelines call this for their transformation steps.
+ */
+export async function runTransformation(env: Env, auth: AuthContext, id: string, inputs: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const row = await loadVisible(env, auth, id);
+  const inputSchema = schemaOrThrow(JSON.parse(row.inputSchema) as IoSchema, "input_schema");
+  const outputSchema = schemaOrThrow(JSON.parse(row.outputSchema) as IoSchema, "output_schema");
+  const inputProblem = validateAgainst(inputSchema, inputs, "inputs");
+  if (inputProblem) throw badRequest(inputProblem);
+
+  const outcome = await runSandboxed(env, { kind: "run", language: row.language, source: row.source, functionName: row.functionName, inputsJson: JSON.stringify(inputs), limits: sandboxLimits(env) });
+  if (!outcome.ok) throw sandboxError(outcome);
+  let result: unknown;
+  try {
+    result = JSON.parse(outcome.outputJson ?? "null");
+  } catch {
+    // MicroPython's json.dumps prints what it cannot encode (sets, NaN) instead of refusing.
+    throw badRequest("transformation must return a JSON object");
+  }
+  if (typeof result !== "object" || result === null || Array.isArray(result)) throw badRequest("transformation must return a JSON object");
+  const outputProblem = validateAgainst(outputSchema, result, "outputs");
+  if (outputProblem) throw badRequest(outputProblem);
+  return result as Record<string, unknown>;
+}

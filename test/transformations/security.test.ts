@@ -1,0 +1,130 @@
+import { describe, expect, it } from "vitest";
+import { bearer, call, json, seedOrg, type Member } from "../helpers";
+import { create, createDoubleJs, createDoublePy, get, list, remove, run } from "./fixtures";
+
+const BUDGET = "transformation exceeded its instruction budget";
+const MEMORY = "transformation exceeded its memory limit";
+const STACK = "transformation exceeded its stack limit";
+const NOT_JSON = "transformation must return a JSON object";
+const TOO_LARGE = "transformation output exceeds 1048576 bytes";
+
+interface Hostile {
+  what: string;
+  language: "javascript" | "python";
+  source: string;
+  /** The documented error, or for contained probes the result the sandbox answers. */
+  error?: string | RegExp;
+  result?: Record<string, unknown>;
+}
+
+const corpus: Hostile[] = [
+  { what: "an infinite loop", language: "javascript", source: "function f() { while (true) {} }", error: BUDGET },
+  { what: "an infinite loop", language: "python", source: "def f():\n    while True:\n        pass\n", error: BUDGET },
+  { what: "a loop at top level", language: "python", source: "def f():\n    return {}\nwhile True:\n    pass\n", error: BUDGET },
+  { what: "sleeping (a busy wait inside the interpreter)", language: "python", source: "import time\ndef f():\n    time.sleep(3600)\n    return {}\n", error: BUDGET },
+  { what: "printing without end", language: "python", source: "def f():\n    while True:\n        print('x' * 1000)\n", error: BUDGET },
+  { what: "catching the memory error and going on", language: "javascript", source: "function f() { const a = []; for (;;) { try { a.push(new Uint8Array(1 << 20)); } catch (e) {} } }", error: BUDGET },
+  { what: "deep recursion", language: "javascript", source: "function f() { const r = (n) => r(n + 1) + 1; return { v: r(0) }; }", error: STACK },
+  { what: "deep recursion", language: "python", source: "def f():\n    def r(n):\n        return r(n + 1) + 1\n    return {'v': r(0)}\n", error: STACK },
+  { what: "a memory flood", language: "javascript", source: "function f() { const a = []; for (;;) a.push(new Uint8Array(1 << 20)); }", error: MEMORY },
+  { what: "a memory flood", language: "python", source: "def f():\n    a = []\n    while True:\n        a.append(bytearray(1000000))\n", error: MEMORY },
+  { what: "one huge allocation", language: "python", source: "def f():\n    return {'s': 'x' * (10 ** 9)}\n", error: MEMORY },
+  { what: "a catastrophic regular expression", language: "javascript", source: "function f() { return { m: /^(a+)+$/.test('a'.repeat(40) + 'b') }; }", error: BUDGET },
+  { what: "a catastrophic regular expression", language: "python", source: "import re\ndef f():\n    return {'m': bool(re.match('^(a+)+$', 'a' * 40 + 'b'))}\n", error: BUDGET },
+  { what: "calling fetch", language: "javascript", source: "async function f() { const r = await fetch('https://example.com'); return { s: r.status }; }", error: "transformation raised an error: ReferenceError: 'fetch' is not defined" },
+  { what: "calling fetch through the js module", language: "python", source: "import js\ndef f():\n    return {'s': str(js.fetch('https://example.com'))}\n", error: "transformation raised an error: AttributeError: module 'js' has no attribute 'fetch'" },
+  { what: "host globals", language: "javascript", source: "function f() { return { t: [typeof fetch, typeof process, typeof Request, typeof caches, typeof WebAssembly, typeof setTimeout, typeof navigator] }; }", result: { t: Array(7).fill("undefined") } },
+  { what: "globalThis through the js module", language: "python", source: "import js\ndef f():\n    return {'g': str(js.globalThis)}\n", error: "transformation raised an error: AttributeError: module 'js' has no attribute 'globalThis'" },
+  { what: "the js module's contents", language: "python", source: "import js\ndef f():\n    return {'names': [n for n in dir(js) if not n.startswith('__')]}\n", result: { names: [] } },
+  { what: "constructor.constructor", language: "javascript", source: "function f() { const F = ({}).constructor.constructor; return { t: F('return typeof fetch + typeof process')() }; }", result: { t: "undefinedundefined" } },
+  { what: "constructor through the js module", language: "python", source: "import js\ndef f():\n    return {'c': str(js.constructor)}\n", error: "transformation raised an error: AttributeError: module 'js' has no attribute 'constructor'" },
+  { what: "dynamic import()", language: "javascript", source: "async function f() { const m = await import('node:fs'); return { m: typeof m }; }", error: "transformation raised an error: ReferenceError: could not load module 'node:fs'" },
+  { what: "importing a network module", language: "python", source: "def f():\n    s = __import__('socket')\n    return {}\n", error: "transformation raised an error: ImportError: no module named 'socket'" },
+  { what: "a non-JSON value (BigInt)", language: "javascript", source: "function f() { return { n: 1n }; }", error: NOT_JSON },
+  { what: "a non-object result", language: "javascript", source: "function f() { return 42; }", error: NOT_JSON },
+  { what: "a non-JSON value (set)", language: "python", source: "def f():\n    return {'s': {1, 2}}\n", error: NOT_JSON },
+  { what: "a non-JSON value (NaN)", language: "python", source: "def f():\n    return {'n': float('nan')}\n", error: NOT_JSON },
+  { what: "a non-object result", language: "python", source: "def f():\n    return [1, 2]\n", error: NOT_JSON },
+  { what: "a huge output", language: "javascript", source: "function f() { return { s: 'x'.repeat(2000000) }; }", error: TOO_LARGE },
+  { what: "a huge output", language: "python", source: "def f():\n    return {'s': 'x' * 1100000}\n", error: TOO_LARGE },
+];
+
+async function expectNormalRunWorks(member: Member, jsId: string, pyId: string) {
+  expect((await run(member, jsId, { x: 5 })).body).toEqual({ status: "success", result: { y: 10 } });
+  expect((await run(member, pyId, { x: 5 })).body).toEqual({ status: "success", result: { y: 10 } });
+}
+
+describe("transformations: hostile functions end in bounded time with their documented error", () => {
+  for (const hostile of corpus) {
+    it(`${hostile.language}: ${hostile.what}`, async () => {
+      const org = await seedOrg();
+      const id = await create(org.owner, { function_name: "f", language: hostile.language, function: hostile.source });
+      const outcome = await run(org.owner, id, {});
+      if (hostile.result) {
+        expect(outcome).toEqual({ status: 200, body: { status: "success", result: hostile.result } });
+      } else {
+        expect(outcome.status, JSON.stringify(outcome.body)).toBe(400);
+        expect(outcome.body.status).toBe("failed");
+        if (typeof hostile.error === "string") expect(outcome.body.error).toBe(hostile.error);
+        else expect(outcome.body.error).toMatch(hostile.error as RegExp);
+      }
+      // The sandbox is unharmed: the next runs of ordinary functions work.
+      await expectNormalRunWorks(org.owner, await createDoubleJs(org.owner), await createDoublePy(org.owner));
+    });
+  }
+
+  it("keeps working after several runaway runs in a row", async () => {
+    const org = await seedOrg();
+    const loop = await create(org.owner, { function_name: "f", language: "javascript", function: "function f() { for (;;) {} }" });
+    const pyLoop = await create(org.owner, { function_name: "f", function: "def f():\n    while True:\n        pass\n" });
+    const results = await Promise.all([run(org.owner, loop, {}), run(org.owner, pyLoop, {}), run(org.owner, loop, {})]);
+    for (const result of results) expect(result.body).toEqual({ status: "failed", error: BUDGET });
+    await expectNormalRunWorks(org.owner, await createDoubleJs(org.owner), await createDoublePy(org.owner));
+  });
+});
+
+describe("transformations: tenancy", () => {
+  it("hides another organization's transformations (404, never listed)", async () => {
+    const a = await seedOrg();
+    const b = await seedOrg();
+    const id = await createDoubleJs(a.owner);
+    for (const response of [await get(b.owner, `id=${id}`), await remove(b.owner, id)]) {
+      expect(response.status).toBe(404);
+      expect(await response.json()).toEqual({ status: "failed", error: "transformation not found" });
+    }
+    expect(await run(b.owner, id, { x: 1 })).toEqual({ status: 404, body: { status: "failed", error: "transformation not found" } });
+    const listed = (await (await list(b.owner, "include_shared=true&verbose=true")).json()) as { object_ids: string[] };
+    expect(listed.object_ids).not.toContain(id);
+    const fetched = (await (await get(a.owner, `id=${id}`)).json()) as { object: { name: string } };
+    expect((await get(b.owner, `name=${encodeURIComponent(fetched.object.name)}&org_name=${encodeURIComponent(a.name)}`)).status).toBe(404);
+    expect((await get(b.owner, `name=${encodeURIComponent(fetched.object.name)}&username=${a.owner.username}`)).status).toBe(404);
+    // Still there for its owner.
+    expect((await run(a.owner, id, { x: 1 })).body).toEqual({ status: "success", result: { y: 2 } });
+  });
+});
+
+describe("transformations: authentication", () => {
+  const id = "0123456789abcdef01234567";
+  const routes: [string, string, RequestInit][] = [
+    ["POST", "/v1/transformation", json({ name: "x", function_name: "f", function: "def f():\n    return {}\n" })],
+    ["GET", "/v1/transformation?id=" + id, {}],
+    ["GET", "/v1/transformations", {}],
+    ["DELETE", `/v1/transformation/${id}`, {}],
+    ["POST", `/v1/transformation/${id}/run`, json({ inputs: {} })],
+  ];
+
+  for (const [method, path, init] of routes) {
+    it(`${method} ${path.split("?")[0]} answers 401 without a valid API key`, async () => {
+      const headers = (extra: Record<string, string>) => ({ ...((init.headers as Record<string, string>) ?? {}), ...extra });
+      const missing = await call(path, { ...init, method, headers: headers({}) });
+      expect(missing.status).toBe(401);
+      expect(await missing.json()).toEqual({ error: "Missing authorization header" });
+      const malformed = await call(path, { ...init, method, headers: headers({ authorization: "Basic abc" }) });
+      expect(malformed.status).toBe(401);
+      expect(await malformed.json()).toEqual({ error: "Invalid authorization header format" });
+      const wrong = await call(path, { ...init, method, headers: headers(bearer("sk_not_a_real_key")) });
+      expect(wrong.status).toBe(401);
+      expect(await wrong.json()).toEqual({ error: "Invalid API key" });
+    });
+  }
+});
