@@ -1,5 +1,7 @@
 import type { AuthContext, Env } from "../../env";
+import { AppError } from "../../lib/errors";
 import type { ChatMessage } from "../../providers/types";
+import { getTransformation, runTransformation } from "../transformations/transformations.service";
 
 /**
  * What node executors need from the rest of Loom. Executors call only this interface, so a
@@ -65,18 +67,28 @@ export class NodeFailure extends Error {
 const unavailable = (what: string, feature: string) =>
   new NodeFailure(`${what} nodes need the ${feature} feature, which is not available yet on this deployment`);
 
+/** Resolves when the signal aborts, so a node stops waiting at once when its run is terminated or times out. */
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const fail = () => reject(new NodeFailure("the node was cancelled"));
+    if (signal.aborted) fail();
+    else signal.addEventListener("abort", fail, { once: true });
+  });
+}
+
 /**
- * The production wiring. Knowledge bases, transformations and chat models from connections are
- * built by other features; until they are merged these answer a clear failure rather than
- * pretending to work. Sub-pipelines are ours and run for real.
+ * The production wiring. Transformations run through the transformations feature (a metered
+ * sandbox). Knowledge bases and chat models from connections are built by other features; until
+ * they are merged these answer a clear failure rather than pretending to work. Sub-pipelines are
+ * ours and run for real.
  */
 export function productionNodeServices(env: Env): NodeServices {
   return {
     async queryKnowledgeBase() {
       throw unavailable("knowledge_base", "knowledge-bases (query)");
     },
-    async runTransformation() {
-      throw unavailable("transformation", "transformations (run)");
+    async runTransformation(auth, transformationId, inputs, signal) {
+      return Promise.race([runTransformation(env, auth, transformationId, inputs), whenAborted(signal)]);
     },
     async chat() {
       throw unavailable("llm", "model providers (chat models from connections)");
@@ -89,8 +101,14 @@ export function productionNodeServices(env: Env): NodeServices {
     async checkKnowledgeBase() {
       return "knowledge_base nodes need the knowledge-bases feature, which is not available yet on this deployment";
     },
-    async checkTransformation() {
-      return "transformation nodes need the transformations feature, which is not available yet on this deployment";
+    async checkTransformation(auth, transformationId) {
+      try {
+        await getTransformation(env, auth, { id: transformationId });
+        return null;
+      } catch (error) {
+        if (error instanceof AppError && error.code === "not_found") return `transformation ${transformationId} does not exist or you cannot use it`;
+        throw error;
+      }
     },
   };
 }
