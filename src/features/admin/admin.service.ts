@@ -1,8 +1,8 @@
 import { and, eq } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
-import { database } from "../../db/client";
+import { database, writeUnique } from "../../db/client";
 import { apiKeys, users } from "../../db/schema/identity";
-import { AppError, badRequest, conflict, forbidden, notFound } from "../../lib/errors";
+import { AppError, badRequest, forbidden, notFound } from "../../lib/errors";
 import { hashPassword } from "../../lib/crypto";
 import { newId } from "../../lib/ids";
 import { isRole } from "../../middleware/auth";
@@ -38,15 +38,10 @@ export async function addUser(env: Env, auth: AuthContext, input: { email: strin
     updatedAt: now,
   };
   const db = database(env);
-  try {
-    await db.batch([
-      db.insert(users).values(row),
-      auditInsert(env, auth, { action: "user.add", targetType: "user", targetId: row.id, details: { email: row.email, role: row.role } }),
-    ]);
-  } catch (error) {
-    if (String(error).includes("UNIQUE")) throw conflict("a user with that email or username already exists");
-    throw error;
-  }
+  await writeUnique(
+    () => db.batch([db.insert(users).values(row), auditInsert(env, auth, { action: "user.add", targetType: "user", targetId: row.id, details: { email: row.email, role: row.role } })]),
+    "a user with that email or username already exists",
+  );
   return userRecord(row);
 }
 

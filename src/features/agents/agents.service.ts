@@ -1,9 +1,9 @@
 import { and, desc, eq, inArray, or } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
-import { database } from "../../db/client";
+import { database, writeUnique } from "../../db/client";
 import { agentFavorites, agentHistory, agents, agentShares } from "../../db/schema/agents";
 import { users } from "../../db/schema/identity";
-import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
+import { AppError, badRequest, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { hasRole } from "../../middleware/auth";
 import { agentDescription, type AgentRow } from "./agents.records";
@@ -73,12 +73,7 @@ export async function insertAgent(env: Env, auth: AuthContext, input: NewAgent, 
     updatedAt: now,
   };
   const db = database(env);
-  try {
-    await db.batch([db.insert(agents).values(row), historyInsert(env, auth, row, action)]);
-  } catch (error) {
-    if (String(error).includes("UNIQUE")) throw conflict(`you already have an agent named '${input.name}'`);
-    throw error;
-  }
+  await writeUnique(() => db.batch([db.insert(agents).values(row), historyInsert(env, auth, row, action)]), `you already have an agent named '${input.name}'`);
   return row;
 }
 

@@ -1,7 +1,7 @@
 import { and, eq, isNull, or } from "drizzle-orm";
 import { sign } from "hono/jwt";
 import type { AuthContext, Env } from "../../env";
-import { database } from "../../db/client";
+import { database, writeUnique } from "../../db/client";
 import { apiKeys, organizations, users } from "../../db/schema/identity";
 import { AppError, conflict, forbidden, notFound } from "../../lib/errors";
 import { hashPassword, randomBytes, sha256Hex, verifyPassword } from "../../lib/crypto";
@@ -70,16 +70,15 @@ export async function signup(env: Env, input: SignupInput) {
     updatedAt: now,
   };
   const auth: AuthContext = { userId: user.id, orgId: org.id, role: "owner", via: "token" };
-  try {
-    await db.batch([
-      db.insert(organizations).values(org),
-      db.insert(users).values(user),
-      auditInsert(env, auth, { action: "organization.create", targetType: "organization", targetId: org.id, details: { name: orgName } }),
-    ]);
-  } catch (error) {
-    if (String(error).includes("UNIQUE")) throw conflict("a user or organization with that name already exists");
-    throw error;
-  }
+  await writeUnique(
+    () =>
+      db.batch([
+        db.insert(organizations).values(org),
+        db.insert(users).values(user),
+        auditInsert(env, auth, { action: "organization.create", targetType: "organization", targetId: org.id, details: { name: orgName } }),
+      ]),
+    "a user or organization with that name already exists",
+  );
   return { access_token: await issueAccessToken(env, user), token_type: "bearer" as const, user: { ...userRecord(user), organization: orgName } };
 }
 

@@ -1,8 +1,8 @@
 import { and, eq } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
-import { database } from "../../db/client";
+import { database, writeUnique } from "../../db/client";
 import { connections } from "../../db/schema/identity";
-import { badRequest, conflict, notFound } from "../../lib/errors";
+import { badRequest, notFound } from "../../lib/errors";
 import { decryptSecret, encryptSecret } from "../../lib/crypto";
 import { requireSecret } from "../../lib/config";
 import { newId } from "../../lib/ids";
@@ -43,10 +43,6 @@ async function sealed(env: Env, secret: string | undefined): Promise<{ secretSea
   return { secretSealed: await encryptSecret(secret, requireSecret(env, "ENCRYPTION_KEY")), secretLastFour: secret.slice(-4) };
 }
 
-function isUniqueViolation(error: unknown): boolean {
-  return String(error).includes("UNIQUE");
-}
-
 export async function createConnection(env: Env, auth: AuthContext, input: ConnectionCreateInput) {
   // OpenAI-compatible connections default to OpenAI's own endpoint.
   const baseUrl = input.base_url ?? (input.kind === "openai" ? "https://api.openai.com/v1" : null);
@@ -67,15 +63,10 @@ export async function createConnection(env: Env, auth: AuthContext, input: Conne
     updatedAt: now,
   };
   const db = database(env);
-  try {
-    await db.batch([
-      db.insert(connections).values(row),
-      auditInsert(env, auth, { action: "connection.create", targetType: "connection", targetId: row.id, details: { name: row.name, kind: row.kind } }),
-    ]);
-  } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`a connection named '${input.name}' already exists`);
-    throw error;
-  }
+  await writeUnique(
+    () => db.batch([db.insert(connections).values(row), auditInsert(env, auth, { action: "connection.create", targetType: "connection", targetId: row.id, details: { name: row.name, kind: row.kind } })]),
+    `a connection named '${input.name}' already exists`,
+  );
   return connectionRecord(row);
 }
 
@@ -102,15 +93,10 @@ export async function updateConnection(env: Env, auth: AuthContext, input: Conne
   const changed = Object.keys(input).filter((k) => !["connection_id", "secret", "api_key"].includes(k));
   if (input.secret ?? input.api_key) changed.push("secret");
   const db = database(env);
-  try {
-    await db.batch([
-      db.update(connections).set(changes).where(eq(connections.id, row.id)),
-      auditInsert(env, auth, { action: "connection.update", targetType: "connection", targetId: row.id, details: { name: changes.name, fields: changed } }),
-    ]);
-  } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`a connection named '${input.new_name}' already exists`);
-    throw error;
-  }
+  await writeUnique(
+    () => db.batch([db.update(connections).set(changes).where(eq(connections.id, row.id)), auditInsert(env, auth, { action: "connection.update", targetType: "connection", targetId: row.id, details: { name: changes.name, fields: changed } })]),
+    `a connection named '${input.new_name}' already exists`,
+  );
   return connectionRecord({ ...row, ...changes });
 }
 
