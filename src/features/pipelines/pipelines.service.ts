@@ -1,6 +1,6 @@
 import { and, desc, eq } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
-import { database } from "../../db/client";
+import { database, writeUnique } from "../../db/client";
 import { connections } from "../../db/schema/identity";
 import { pipelines } from "../../db/schema/pipelines";
 import { badRequest, conflict, notFound } from "../../lib/errors";
@@ -85,24 +85,23 @@ export async function createPipeline(env: Env, auth: AuthContext, input: Pipelin
   const settings: Partial<PipelineSettings> = {};
   if (input.max_steps !== undefined) settings.max_steps = input.max_steps;
   if (input.node_timeout_seconds !== undefined) settings.node_timeout_seconds = input.node_timeout_seconds;
-  try {
-    await db.insert(pipelines).values({
-      id,
-      orgId: auth.orgId,
-      ownerId: auth.userId,
-      name: input.name,
-      description: input.description,
-      nodes: JSON.stringify(input.nodes),
-      edges: JSON.stringify(input.edges),
-      settings: JSON.stringify(settings),
-      createdAt: now,
-      updatedAt: now,
-    });
-  } catch (error) {
-    // Two creations racing for one name: the unique index decides.
-    if (error instanceof Error && /UNIQUE/i.test(error.message)) throw conflict(`a pipeline named "${input.name}" already exists`);
-    throw error;
-  }
+  // Two creations racing for one name: the unique index decides.
+  await writeUnique(
+    () =>
+      db.insert(pipelines).values({
+        id,
+        orgId: auth.orgId,
+        ownerId: auth.userId,
+        name: input.name,
+        description: input.description,
+        nodes: JSON.stringify(input.nodes),
+        edges: JSON.stringify(input.edges),
+        settings: JSON.stringify(settings),
+        createdAt: now,
+        updatedAt: now,
+      }),
+    `a pipeline named "${input.name}" already exists`,
+  );
   return { status: "success", id };
 }
 
