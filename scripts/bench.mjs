@@ -1,19 +1,37 @@
-// `npm run bench`: runs every section in scripts/bench/*.mjs, one after another, against a
-// running Loom (`npm start`). LOOM_URL names it (default http://127.0.0.1:8787); extra
-// arguments pick sections by file name (`npm run bench -- transformations`).
-import { readdirSync } from "node:fs";
+// `npm run bench [-- SECTION ...] [--base=URL]`: runs the benchmark sections in scripts/bench/*.mjs
+// against a running Loom (`npm start`; default http://127.0.0.1:8787, or --base / LOOM_BASE_URL /
+// LOOM_URL). A section either exports `run({ base, args })` or is a plain script that reads
+// LOOM_URL; with no section names all run, in file-name order.
+import { readdirSync, readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { join } from "node:path";
 
-const dir = new URL("./bench/", import.meta.url);
-const only = process.argv.slice(2);
-const sections = readdirSync(dir)
-  .filter((file) => file.endsWith(".mjs"))
-  .filter((file) => only.length === 0 || only.some((name) => file.startsWith(name)))
-  .sort();
+const dir = fileURLToPath(new URL("./bench/", import.meta.url));
+const argv = process.argv.slice(2);
+const args = new Map(argv.filter((a) => a.startsWith("--")).map((a) => {
+  const [key, value] = a.replace(/^--/, "").split("=");
+  return [key, value ?? "true"];
+}));
+const wanted = argv.filter((a) => !a.startsWith("--"));
+const base = (args.get("base") ?? process.env.LOOM_BASE_URL ?? process.env.LOOM_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
+
+const sections = readdirSync(dir).filter((f) => f.endsWith(".mjs")).sort().map((f) => f.replace(/\.mjs$/, ""));
+const unknown = wanted.filter((w) => !sections.includes(w));
+if (unknown.length) {
+  console.error(`unknown section(s): ${unknown.join(", ")}; available: ${sections.join(", ")}`);
+  process.exit(2);
+}
 let failed = 0;
-for (const file of sections) {
-  console.log(`\n## ${file.replace(/\.mjs$/, "")}`);
-  const result = spawnSync(process.execPath, [new URL(file, dir).pathname], { stdio: "inherit", env: process.env });
-  if (result.status !== 0) failed += 1;
+for (const name of wanted.length ? wanted : sections) {
+  console.log(`\n## ${name}  (${base})`);
+  const file = join(dir, `${name}.mjs`);
+  if (/export\s+(async\s+)?function\s+run\b/.test(readFileSync(file, "utf8"))) {
+    const section = await import(pathToFileURL(file).href);
+    await section.run({ base, args });
+  } else {
+    const result = spawnSync(process.execPath, [file, ...argv.filter((a) => a.startsWith("--"))], { stdio: "inherit", env: { ...process.env, LOOM_URL: base, LOOM_BASE_URL: base } });
+    if (result.status !== 0) failed += 1;
+  }
 }
 process.exit(failed ? 1 : 0);

@@ -9,6 +9,7 @@ import { registerAgentRoutes } from "./features/agents/agents.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
 import { registerPipelineRoutes } from "./features/pipelines/pipelines.routes";
 import { registerTransformationRoutes } from "./features/transformations/transformations.routes";
+import { registerKnowledgeBaseRoutes } from "./features/knowledge-bases/knowledge-bases.routes";
 
 /** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
 export function createApp(): OpenAPIHono<AppBindings> {
@@ -30,5 +31,6 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerDocsRoutes(app);
   registerPipelineRoutes(app);
   registerTransformationRoutes(app);
+  registerKnowledgeBaseRoutes(app);
   return app;
 }

@@ -33,6 +33,12 @@ export interface Env {
   SANDBOX_FUEL?: string;
   SANDBOX_MEMORY_BYTES?: string;
   SANDBOX_OUTPUT_BYTES?: string;
+  /** One KnowledgeBaseIndex Durable Object per knowledge base: chunks, keyword index, vectors. */
+  KB_INDEX: DurableObjectNamespace<import("./durable-objects/knowledge-base-index").KnowledgeBaseIndex>;
+  /** Optional real Vectorize index, used when KB_VECTOR_BACKEND = "vectorize". */
+  VECTORIZE?: Vectorize;
+  /** "durable-object" (default) or "vectorize". */
+  KB_VECTOR_BACKEND?: string;
 }
 
 /** Who is calling, established by the auth middleware. */

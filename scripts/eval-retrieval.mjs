@@ -1,0 +1,175 @@
+// `npm run eval:retrieval [BASE_URL]`: retrieval quality of Loom's knowledge bases, end to end
+// through the public API of a running server (`npm start`; default http://127.0.0.1:8787, or the
+// first argument, or LOOM_BASE_URL). Signs up a fresh user, creates an API key and a knowledge
+// base, indexes the Cranfield collection (../shared/data/cranfield: 1,400 aeronautics abstracts,
+// 225 queries, graded judgements) as one text file per document, then runs every query in keyword,
+// vector and hybrid mode and prints nDCG@10 and Recall@100 for each.
+//
+// Relevance codes (cranqrel.readme): 1 complete answer ... 4 minimum interest; -1 (or 5) none.
+// Gain = 5 - code for codes 1..4, else 0; Recall@100 counts codes 1..4 as relevant. Query numbers
+// in cranqrel are the queries' ordinal positions in cran.qry (its .I ids skip numbers).
+//
+// Options: --data=DIR, --concurrency=N (default 4), --chunk-size=N (default 400),
+// --hybrid=rrf|weighted, --alpha=A (weighted hybrid only), --keep (keep the knowledge base and
+// print how to reuse it), --kb=ID --key=KEY (query an already indexed one; ids map by cran_id).
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+const args = new Map(
+  process.argv
+    .slice(2)
+    .filter((a) => a.startsWith("--"))
+    .map((arg) => {
+      const [key, value] = arg.replace(/^--/, "").split("=");
+      return [key, value ?? "true"];
+    }),
+);
+const base = (positional[0] ?? process.env.LOOM_BASE_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
+const dataDir = args.get("data") ?? join(root, "../shared/data/cranfield");
+const concurrency = Number(args.get("concurrency") ?? 4);
+const chunkSize = Number(args.get("chunk-size") ?? 400);
+const hybridConfig = args.has("hybrid") ? { fusion_method: args.get("hybrid"), ...(args.has("alpha") ? { alpha: Number(args.get("alpha")) } : {}) } : undefined;
+
+/** Splits a SMART-format file (".I n" records with ".X" fields) into records of fields. */
+function parseSmart(text) {
+  const records = [];
+  let current = null;
+  let field = null;
+  for (const line of text.split("\n")) {
+    const marker = /^\.([A-Z])(?:\s+(\S+))?\s*$/.exec(line);
+    if (marker && marker[1] === "I") {
+      current = { id: marker[2], fields: {} };
+      records.push(current);
+      field = null;
+    } else if (marker && current) {
+      field = marker[1];
+      current.fields[field] = "";
+    } else if (current && field) {
+      current.fields[field] += `${line}\n`;
+    }
+  }
+  return records;
+}
+
+async function api(path, { method = "GET", body, token, form } = {}) {
+  const headers = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  let payload;
+  if (form) {
+    headers["content-type"] = "application/x-www-form-urlencoded";
+    payload = new URLSearchParams(form).toString();
+  } else if (body !== undefined) {
+    headers["content-type"] = "application/json";
+    payload = JSON.stringify(body);
+  }
+  const response = await fetch(`${base}${path}`, { method, headers, body: payload });
+  const json = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(`${method} ${path} -> ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function pool(items, size, work) {
+  let next = 0;
+  const runners = Array.from({ length: size }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      await work(items[i], i);
+    }
+  });
+  await Promise.all(runners);
+}
+
+function ndcgAt(ranked, gains, k) {
+  let dcg = 0;
+  ranked.slice(0, k).forEach((doc, i) => (dcg += (gains.get(doc) ?? 0) / Math.log2(i + 2)));
+  const ideal = [...gains.values()].sort((a, b) => b - a).slice(0, k);
+  let idcg = 0;
+  ideal.forEach((g, i) => (idcg += g / Math.log2(i + 2)));
+  return idcg > 0 ? dcg / idcg : 0;
+}
+
+function recallAt(ranked, gains, k) {
+  const relevant = [...gains].filter(([, g]) => g > 0).map(([d]) => d);
+  if (relevant.length === 0) return 0;
+  const top = new Set(ranked.slice(0, k));
+  return relevant.filter((d) => top.has(d)).length / relevant.length;
+}
+
+async function main() {
+  const docs = parseSmart(readFileSync(join(dataDir, "cran.all.1400"), "utf8"));
+  const queries = parseSmart(readFileSync(join(dataDir, "cran.qry"), "utf8")).map((q, i) => ({ number: i + 1, text: (q.fields.W ?? "").replace(/\s+/g, " ").trim() }));
+  const qrels = new Map();
+  for (const line of readFileSync(join(dataDir, "cranqrel"), "utf8").split("\n")) {
+    const [q, d, code] = line.trim().split(/\s+/).map(Number);
+    if (!q || !d) continue;
+    const gain = code >= 1 && code <= 4 ? 5 - code : 0;
+    if (!qrels.has(q)) qrels.set(q, new Map());
+    qrels.get(q).set(String(d), gain);
+  }
+
+  const reuse = args.has("kb") && args.has("key");
+  const user = `eval${Date.now().toString(36)}`;
+  let key = args.get("key");
+  let kb = args.get("kb");
+  if (!reuse) {
+    const signup = await api("/auth/signup", { method: "POST", body: { email: `${user}@example.com`, password: "evaluation-password", username: user, organization: `${user}-org` } });
+    key = (await api("/auth/api-keys", { method: "POST", token: signup.access_token, body: { name: "eval-retrieval" } })).key;
+    kb = (await api("/v1/knowledge-base", { method: "POST", token: key, body: { name: "cranfield", chunk_size: chunkSize } })).id;
+  }
+
+  const started = Date.now();
+  const docByLoomId = new Map();
+  await pool(reuse ? [] : docs, concurrency, async (doc) => {
+    const title = (doc.fields.T ?? "").replace(/\s+/g, " ").trim();
+    const text = `${title}\n\n${(doc.fields.W ?? "").trim()}`;
+    const result = await api(`/v1/knowledge-base/${kb}/index`, {
+      method: "POST",
+      token: key,
+      body: { file_data: { file: { type: "file", raw_bytes: Buffer.from(text).toString("base64"), metadata: { name: `cran-${doc.id}.txt`, mime_type: "text/plain" } }, custom_metadata: { cran_id: doc.id } } },
+    });
+    docByLoomId.set(result.document_ids[0], doc.id);
+  });
+  const indexSeconds = (Date.now() - started) / 1000;
+  if (!reuse) console.log(`indexed ${docs.length} documents in ${indexSeconds.toFixed(1)} s (${base}, knowledge base ${kb})`);
+
+  const modes = [
+    ["keyword", { retrieval_config: { search_mode: "keyword" } }],
+    ["vector", { retrieval_config: { search_mode: "vector" } }],
+    ["hybrid", { retrieval_config: { search_mode: "hybrid" }, ...(hybridConfig ? { hybrid_search_config: hybridConfig } : {}) }],
+  ];
+  const rows = [];
+  for (const [mode, config] of modes) {
+    let ndcg = 0;
+    let recall = 0;
+    let judged = 0;
+    const t0 = Date.now();
+    await pool(queries, concurrency, async (q) => {
+      const gains = qrels.get(q.number);
+      if (!gains) return;
+      const res = await api(`/v1/knowledge-base/${kb}/query`, { method: "POST", token: key, body: { queries: [q.text], search_metadata: { top_k: 100 }, config: { ...config, retrieval_unit: "documents" } } });
+      const ranked = res.result.documents.map((d) => docByLoomId.get(d.document_id) ?? String(d.metadata.cran_id));
+      ndcg += ndcgAt(ranked, gains, 10);
+      recall += recallAt(ranked, gains, 100);
+      judged++;
+    });
+    rows.push({ mode, ndcg: ndcg / judged, recall: recall / judged, queries: judged, ms: (Date.now() - t0) / judged });
+  }
+  console.log("\nmode      nDCG@10  Recall@100  (queries, mean ms/query)");
+  for (const r of rows) console.log(`${r.mode.padEnd(9)} ${r.ndcg.toFixed(4)}   ${r.recall.toFixed(4)}      (${r.queries}, ${r.ms.toFixed(1)})`);
+  const keyword = rows.find((r) => r.mode === "keyword");
+  const hybrid = rows.find((r) => r.mode === "hybrid");
+  if (hybrid.ndcg < keyword.ndcg) {
+    console.log(`\nhybrid nDCG@10 ${hybrid.ndcg.toFixed(4)} is below keyword ${keyword.ndcg.toFixed(4)}`);
+    process.exitCode = 1;
+  } else console.log("\nhybrid is not worse than keyword alone");
+  if (args.has("keep")) console.log(`kept: --kb=${kb} --key=${key}`);
+  else await api(`/v1/knowledge-base/${kb}`, { method: "DELETE", token: key });
+}
+
+main().catch((error) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

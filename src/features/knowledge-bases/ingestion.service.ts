@@ -1,0 +1,184 @@
+import { and, eq, ne } from "drizzle-orm";
+import type { AuthContext, Env } from "../../env";
+import { database } from "../../db/client";
+import { kbDocuments, type KbDocumentRow, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
+import { AppError, badRequest } from "../../lib/errors";
+import { fromBase64 } from "../../lib/crypto";
+import { newId, toHex } from "../../lib/ids";
+import type { FetchFunction } from "../../lib/ssrf-guard";
+import { auditInsert } from "../audit/audit.service";
+import type { ChunkInput, IngestResult } from "../../durable-objects/knowledge-base-index";
+import { chunkText } from "./chunker";
+import { detectFileType, extractText, ExtractionError, KIND_MIME } from "./extract-text";
+import { indexStub } from "./durable-object-vector-index";
+import { markDocumentIndexed } from "./documents.repository";
+import { writableKnowledgeBase } from "./knowledge-bases.service";
+import { fetchArxiv, fetchWikipedia, fetchYoutube, type SourceDocument } from "./sources";
+import type { IndexInput } from "./knowledge-bases.schemas";
+
+/** Largest file Loom indexes, after base64 decoding. */
+export const MAX_FILE_BYTES = 20 * 1024 * 1024;
+/** Chunks sent to the Durable Object per call, well under the RPC message cap. */
+const CHUNKS_PER_CALL = 2000;
+/** A document may not produce more chunks than this. */
+export const MAX_CHUNKS_PER_DOCUMENT = 200_000;
+
+export interface IngestionDeps {
+  /** The network, for outside sources; tests pass recorded responses. */
+  fetch?: FetchFunction;
+}
+
+interface PreparedDocument {
+  name: string;
+  path: string | null;
+  mimeType: string;
+  source: string;
+  size: number;
+  bytes?: Uint8Array;
+  customMetadata: Record<string, unknown>;
+  /** Text pages, or the extraction failure that fails this document. */
+  pages?: string[];
+  error?: string;
+  extraMetadata: Record<string, unknown>;
+}
+
+async function sha256OfBytes(bytes: Uint8Array): Promise<string> {
+  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+}
+
+function decodeRawBytes(raw: string): Uint8Array {
+  const compact = raw.replace(/\s+/g, "").replace(/^data:[^,]*;base64,/, "");
+  if (compact.length > Math.ceil((MAX_FILE_BYTES * 4) / 3) + 4) throw new AppError("payload_too_large", `file_data.file.raw_bytes: the file exceeds ${MAX_FILE_BYTES} bytes`);
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact)) throw badRequest("file_data.file.raw_bytes: not valid base64");
+  try {
+    return fromBase64(compact.replace(/-/g, "+").replace(/_/g, "/"));
+  } catch {
+    throw badRequest("file_data.file.raw_bytes: not valid base64");
+  }
+}
+
+async function prepareFile(fileData: NonNullable<IndexInput["file_data"]>): Promise<PreparedDocument> {
+  const bytes = decodeRawBytes(fileData.file.raw_bytes);
+  if (bytes.length === 0) throw badRequest("file_data.file.raw_bytes: the file is empty");
+  if (bytes.length > MAX_FILE_BYTES) throw new AppError("payload_too_large", `file_data.file.raw_bytes: the file exceeds ${MAX_FILE_BYTES} bytes`);
+  const meta = fileData.file.metadata;
+  const kind = detectFileType(meta.mime_type, meta.name ?? meta.path, bytes);
+  const base: PreparedDocument = {
+    name: meta.name ?? meta.path?.split("/").pop() ?? "document",
+    path: meta.path ?? null,
+    mimeType: KIND_MIME[kind],
+    source: "file",
+    size: bytes.length,
+    bytes,
+    customMetadata: fileData.custom_metadata ?? {},
+    extraMetadata: {},
+  };
+  try {
+    return { ...base, pages: (await extractText(kind, bytes)).pages };
+  } catch (error) {
+    if (error instanceof ExtractionError) return { ...base, error: error.message };
+    throw error;
+  }
+}
+
+function fromSource(doc: SourceDocument): PreparedDocument {
+  const text = doc.pages.join("\n\n");
+  return { name: doc.name, path: doc.url, mimeType: doc.mimeType, source: doc.source, size: new TextEncoder().encode(text).length, bytes: new TextEncoder().encode(text), customMetadata: {}, pages: doc.pages, extraMetadata: doc.metadata };
+}
+
+function chunkSettings(kb: KnowledgeBaseRow, config: IndexInput["config"]): { chunkSize: number; chunkOverlap: number } {
+  const chunkSize = config.chunk_size ?? kb.chunkSize;
+  const chunkOverlap = config.chunk_overlap ?? (config.chunk_size !== undefined ? Math.min(kb.chunkOverlap, chunkSize - 1) : kb.chunkOverlap);
+  if (chunkOverlap >= chunkSize) throw badRequest("config.chunk_overlap: must be less than chunk_size");
+  return { chunkSize, chunkOverlap };
+}
+
+/**
+ * Indexes the given file and sources into a knowledge base. Answers each document's id once it
+ * is searchable; a document too large for one request keeps `indexing` and is finished by the
+ * knowledge base's Durable Object. Identical content already indexed is not indexed again.
+ */
+export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: string, input: IndexInput, deps: IngestionDeps = {}): Promise<string[]> {
+  const kb = await writableKnowledgeBase(env, auth, kbId);
+  const config = input.config;
+  if (config.enrichment_tasks && config.enrichment_tasks.length > 0) throw badRequest("config.enrichment_tasks: Loom does not run enrichment tasks yet; send an empty list");
+  const settings = chunkSettings(kb, config);
+
+  const refs: [string, string | undefined, (ref: string, f?: FetchFunction) => Promise<SourceDocument>][] = [
+    ["encyclopedia", input.encyclopedia ?? input.wikipedia, fetchWikipedia],
+    ["video", input.video ?? input.youtube, fetchYoutube],
+    ["preprint", input.preprint ?? input.arxiv, fetchArxiv],
+  ];
+  if (!input.file_data && refs.every(([, ref]) => !ref)) throw badRequest("give file_data, encyclopedia, video or preprint to index");
+
+  const prepared: PreparedDocument[] = [];
+  if (input.file_data) prepared.push(await prepareFile(input.file_data));
+  for (const [, ref, fetchSource] of refs) if (ref) prepared.push(fromSource(await fetchSource(ref, deps.fetch)));
+
+  const ids: string[] = [];
+  for (const doc of prepared) ids.push(await indexOne(env, auth, kb, doc, settings));
+  return ids;
+}
+
+async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, doc: PreparedDocument, settings: { chunkSize: number; chunkOverlap: number }): Promise<string> {
+  const db = database(env);
+  const fingerprint = doc.pages ? `${settings.chunkSize}:${settings.chunkOverlap}:${JSON.stringify(doc.customMetadata)}:${doc.pages.join("\f")}` : "";
+  const contentHash = doc.pages ? await sha256OfBytes(new TextEncoder().encode(fingerprint)) : `failed:${await sha256OfBytes(doc.bytes ?? new Uint8Array())}`;
+  if (doc.pages) {
+    const same = await db
+      .select({ id: kbDocuments.id })
+      .from(kbDocuments)
+      .where(and(eq(kbDocuments.kbId, kb.id), eq(kbDocuments.contentHash, contentHash), ne(kbDocuments.status, "failed")))
+      .limit(1);
+    if (same[0]) return same[0].id;
+  }
+
+  const id = newId();
+  const now = new Date().toISOString();
+  const r2Key = doc.bytes ? `knowledge-bases/${kb.id}/${id}/original` : null;
+  if (r2Key && doc.bytes) {
+    await env.FILES.put(r2Key, doc.bytes, { httpMetadata: { contentType: doc.mimeType }, customMetadata: { name: doc.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: id } });
+  }
+  const row: KbDocumentRow = {
+    id,
+    kbId: kb.id,
+    orgId: kb.orgId,
+    name: doc.name,
+    path: doc.path,
+    mimeType: doc.mimeType,
+    source: doc.source,
+    size: doc.size,
+    contentHash,
+    r2Key,
+    customMetadata: JSON.stringify(doc.customMetadata),
+    status: doc.error ? "failed" : "indexing",
+    error: doc.error ?? null,
+    chunkCount: 0,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await db.batch([db.insert(kbDocuments).values(row), auditInsert(env, auth, { action: "knowledge_base.index", targetType: "knowledge_base", targetId: kb.id, details: { document_id: id, name: doc.name, source: doc.source } })]);
+  if (doc.error || !doc.pages) return id;
+
+  const chunks: ChunkInput[] = [];
+  const base = { ...doc.customMetadata, ...doc.extraMetadata, document_id: id, name: doc.name, ...(doc.path ? { path: doc.path } : {}), mime_type: doc.mimeType, source: doc.source };
+  doc.pages.forEach((page, p) => {
+    for (const chunk of chunkText(page, settings)) {
+      const metadata: Record<string, unknown> = { ...base, page: p + 1, ...(chunk.section ? { section: chunk.section } : {}) };
+      chunks.push({ id: `${id}-${chunks.length}`, documentId: id, position: chunks.length, text: chunk.text, metadata });
+    }
+  });
+  let result: IngestResult;
+  if (chunks.length === 0) result = { status: "failed", error: "no text could be extracted from this document" };
+  else if (chunks.length > MAX_CHUNKS_PER_DOCUMENT) result = { status: "failed", error: `the document gives ${chunks.length} chunks; the limit is ${MAX_CHUNKS_PER_DOCUMENT}` };
+  else {
+    const stub = indexStub(env, kb.id);
+    result = { status: "indexing", remaining: chunks.length };
+    for (let i = 0; i < chunks.length; i += CHUNKS_PER_CALL) {
+      const last = i + CHUNKS_PER_CALL >= chunks.length;
+      result = await stub.ingest({ kbId: kb.id, documentId: id, embeddingModel: kb.embeddingModel, chunks: chunks.slice(i, i + CHUNKS_PER_CALL) }, { reset: i === 0, start: last });
+    }
+  }
+  if (result.status !== "indexing") await markDocumentIndexed(env, id, result);
+  return id;
+}

@@ -1,0 +1,173 @@
+import { and, desc, eq, inArray } from "drizzle-orm";
+import type { AuthContext, Env } from "../../env";
+import { database } from "../../db/client";
+import { kbDocuments, knowledgeBases, type KbDocumentRow, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
+import { conflict, badRequest, notFound } from "../../lib/errors";
+import { newId, isId } from "../../lib/ids";
+import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
+import { auditInsert } from "../audit/audit.service";
+import { DEFAULT_EMBEDDING_MODEL, resolveEmbedder } from "./embedders";
+import { indexStub, DurableObjectVectorIndex } from "./durable-object-vector-index";
+import { vectorIndexFor } from "./vector-backend";
+import type { KnowledgeBaseCreateInput } from "./knowledge-bases.schemas";
+
+export function knowledgeBaseRecord(row: KnowledgeBaseRow) {
+  return {
+    _id: row.id,
+    name: row.name,
+    description: row.description,
+    ownerId: row.ownerId,
+    orgId: row.orgId,
+    chunkSize: row.chunkSize,
+    chunkOverlap: row.chunkOverlap,
+    fileProcessingImplementation: row.fileProcessingImplementation,
+    analyzeDocuments: row.analyzeDocuments,
+    isHybrid: row.isHybrid,
+    embeddingModel: row.embeddingModel,
+    embeddingDimensions: row.embeddingDimensions,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+export function documentRecord(row: KbDocumentRow) {
+  return {
+    _id: row.id,
+    knowledgeBaseId: row.kbId,
+    name: row.name,
+    path: row.path,
+    mimeType: row.mimeType,
+    source: row.source,
+    size: row.size,
+    status: row.status,
+    error: row.error,
+    chunkCount: row.chunkCount,
+    customMetadata: JSON.parse(row.customMetadata) as Record<string, unknown>,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+export async function createKnowledgeBase(env: Env, auth: AuthContext, input: KnowledgeBaseCreateInput): Promise<string> {
+  assertCanCreate(auth);
+  const model = input.embedding_model ?? DEFAULT_EMBEDDING_MODEL;
+  const embedder = await resolveEmbedder(env, model);
+  const db = database(env);
+  const now = new Date().toISOString();
+  const row: KnowledgeBaseRow = {
+    id: newId(),
+    orgId: auth.orgId,
+    ownerId: auth.userId,
+    name: input.name,
+    description: input.description,
+    chunkSize: input.chunk_size,
+    chunkOverlap: input.chunk_overlap,
+    fileProcessingImplementation: input.file_processing_implementation,
+    analyzeDocuments: input.analyze_documents,
+    isHybrid: input.is_hybrid,
+    embeddingModel: embedder.model,
+    embeddingDimensions: embedder.dimensions,
+    createdAt: now,
+    updatedAt: now,
+  };
+  try {
+    await db.batch([db.insert(knowledgeBases).values(row), auditInsert(env, auth, { action: "knowledge_base.create", targetType: "knowledge_base", targetId: row.id, details: { name: row.name } })]);
+  } catch (error) {
+    if (String(error).includes("UNIQUE")) throw conflict(`you already have a knowledge base named '${input.name}'`);
+    throw error;
+  }
+  return row.id;
+}
+
+/** A knowledge base the caller may see, or 404. */
+export async function visibleKnowledgeBase(env: Env, auth: AuthContext, id: string): Promise<KnowledgeBaseRow> {
+  const rows = await database(env).select().from(knowledgeBases).where(and(eq(knowledgeBases.id, id), eq(knowledgeBases.orgId, auth.orgId))).limit(1);
+  return assertVisible(rows[0], auth, "knowledge base");
+}
+
+export async function writableKnowledgeBase(env: Env, auth: AuthContext, id: string): Promise<KnowledgeBaseRow> {
+  const row = await visibleKnowledgeBase(env, auth, id);
+  assertWritable(row, auth, "knowledge base");
+  return row;
+}
+
+export async function fetchKnowledgeBase(env: Env, auth: AuthContext, query: FetchQueryInput) {
+  const target = await resolveFetchTarget(env, auth, query);
+  const db = database(env);
+  const rows =
+    "id" in target
+      ? await db.select().from(knowledgeBases).where(and(eq(knowledgeBases.id, target.id), eq(knowledgeBases.orgId, auth.orgId))).limit(1)
+      : await db
+          .select()
+          .from(knowledgeBases)
+          .where(and(eq(knowledgeBases.orgId, auth.orgId), eq(knowledgeBases.ownerId, target.ownerId), eq(knowledgeBases.name, target.name)))
+          .limit(1);
+  return knowledgeBaseRecord(assertVisible(rows[0], auth, "knowledge base"));
+}
+
+export async function listKnowledgeBases(env: Env, auth: AuthContext, includeShared: boolean) {
+  const db = database(env);
+  const where = includeShared ? eq(knowledgeBases.orgId, auth.orgId) : and(eq(knowledgeBases.orgId, auth.orgId), eq(knowledgeBases.ownerId, auth.userId));
+  const rows = await db.select().from(knowledgeBases).where(where).orderBy(desc(knowledgeBases.createdAt), desc(knowledgeBases.id)).limit(1000);
+  return rows.map(knowledgeBaseRecord);
+}
+
+/** Removes the knowledge base with its documents, chunks, vectors and stored files. */
+export async function deleteKnowledgeBase(env: Env, auth: AuthContext, id: string): Promise<void> {
+  const kb = await writableKnowledgeBase(env, auth, id);
+  const db = database(env);
+  const docs = await db.select({ id: kbDocuments.id, r2Key: kbDocuments.r2Key }).from(kbDocuments).where(eq(kbDocuments.kbId, kb.id));
+  const stub = indexStub(env, kb.id);
+  const vectorize = vectorIndexFor(env, kb.id);
+  if (vectorize) {
+    const { chunks } = await stub.deleteDocuments(docs.map((d) => d.id));
+    if (chunks.length) await vectorize.deleteByIds(chunks);
+  }
+  await stub.destroy();
+  const keys = docs.map((d) => d.r2Key).filter((k): k is string => k !== null);
+  for (let i = 0; i < keys.length; i += 1000) await env.FILES.delete(keys.slice(i, i + 1000));
+  await db.batch([
+    db.delete(kbDocuments).where(eq(kbDocuments.kbId, kb.id)),
+    db.delete(knowledgeBases).where(eq(knowledgeBases.id, kb.id)),
+    auditInsert(env, auth, { action: "knowledge_base.delete", targetType: "knowledge_base", targetId: kb.id, details: { name: kb.name, documents: docs.length } }),
+  ]);
+}
+
+export async function listDocuments(env: Env, auth: AuthContext, kbId: string) {
+  const kb = await visibleKnowledgeBase(env, auth, kbId);
+  const rows = await database(env).select().from(kbDocuments).where(eq(kbDocuments.kbId, kb.id)).orderBy(desc(kbDocuments.createdAt), desc(kbDocuments.id)).limit(5000);
+  return rows.map(documentRecord);
+}
+
+export function parseDocumentIds(text: string): string[] {
+  const ids = [...new Set(text.split(",").map((s) => s.trim()).filter(Boolean))];
+  if (ids.length === 0) throw badRequest("document_ids: give at least one document id");
+  if (ids.length > 100) throw badRequest("document_ids: at most 100 ids at once");
+  const bad = ids.find((id) => !isId(id));
+  if (bad) throw badRequest(`document_ids: '${bad.slice(0, 40)}' is not a 24-character hex id`);
+  return ids;
+}
+
+/** Removes documents with their chunks, vectors and stored files. Unknown ids are a 404. */
+export async function deleteDocuments(env: Env, auth: AuthContext, kbId: string, documentIds: string[]): Promise<string[]> {
+  const kb = await writableKnowledgeBase(env, auth, kbId);
+  const db = database(env);
+  const rows = await db.select().from(kbDocuments).where(and(eq(kbDocuments.kbId, kb.id), inArray(kbDocuments.id, documentIds)));
+  const missing = documentIds.filter((id) => !rows.some((r) => r.id === id));
+  if (missing.length) throw notFound(`document ${missing[0]}`);
+  const { chunks } = await indexStub(env, kb.id).deleteDocuments(documentIds);
+  const vectorize = vectorIndexFor(env, kb.id);
+  if (vectorize && chunks.length) await vectorize.deleteByIds(chunks);
+  const keys = rows.map((r) => r.r2Key).filter((k): k is string => k !== null);
+  if (keys.length) await env.FILES.delete(keys);
+  await db.batch([
+    db.delete(kbDocuments).where(and(eq(kbDocuments.kbId, kb.id), inArray(kbDocuments.id, documentIds))),
+    auditInsert(env, auth, { action: "knowledge_base.documents.delete", targetType: "knowledge_base", targetId: kb.id, details: { document_ids: documentIds } }),
+  ]);
+  return documentIds;
+}
+
+/** The vector index a knowledge base queries: Vectorize when configured, else its Durable Object. */
+export function vectorIndexOf(env: Env, kbId: string) {
+  return vectorIndexFor(env, kbId) ?? new DurableObjectVectorIndex(indexStub(env, kbId));
+}

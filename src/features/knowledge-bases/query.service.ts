@@ -1,0 +1,276 @@
+import type { AuthContext, Env } from "../../env";
+import type { KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
+import { badRequest, conflict } from "../../lib/errors";
+import type { StoredChunk } from "../../durable-objects/knowledge-base-index";
+import { combineFilters, FilterParseError, filterToSql, MAX_FILTER_SQL_PARAMS, parseOpenSearchFilter, parseQdrantFilter, type FilterNode } from "./metadata-filter";
+import { maxFusion, reciprocalRankFusion, weightedFusion, type Scored } from "./hybrid-search";
+import { resolveEmbedder } from "./embedders";
+import { indexStub } from "./durable-object-vector-index";
+import { vectorIndexOf, visibleKnowledgeBase } from "./knowledge-bases.service";
+import { vectorIndexFor } from "./vector-backend";
+import type { QueryInput } from "./knowledge-bases.schemas";
+
+/**
+ * A query runs as a plan of steps: prepare queries -> retrieve per query -> fuse -> shape ->
+ * post-process. Steps that need a language model (query transformation and expansion, metadata
+ * filter generation, reranking, answers, summaries) are hooks; a request that asks for one with no
+ * hook supplied answers 400 naming the connection it needs.
+ */
+export type RetrievalUnit = "chunks" | "documents" | "pages";
+export type SearchMode = "hybrid" | "keyword" | "vector";
+
+export interface ResultItem {
+  id: string;
+  document_id: string;
+  score: number;
+  text: string;
+  metadata: Record<string, unknown>;
+}
+
+export interface QueryPlan {
+  kb: KnowledgeBaseRow;
+  queries: string[];
+  context?: string;
+  filter?: FilterNode;
+  topK: number;
+  mode: SearchMode;
+  fusion: "rrf" | "weighted";
+  alpha: number;
+  dataFusion: "rrf" | "max";
+  maxDocuments?: number;
+  scoreCutoff?: number;
+  groupByKey?: string;
+  unit: RetrievalUnit;
+  formatContext: boolean;
+  config: QueryInput["config"];
+}
+
+export interface QueryResult {
+  chunks?: ResultItem[];
+  documents?: ResultItem[];
+  pages?: ResultItem[];
+  queries: string[];
+  formatted_text?: string;
+  citation_metadata?: Record<string, unknown>[];
+  response?: string;
+  summaries?: Record<string, string>;
+}
+
+/** Plug-in points for the steps that need a model; each is optional until a provider layer fills it. */
+export interface QueryHooks {
+  transformQuery?(plan: QueryPlan): Promise<string[]>;
+  expandQuery?(plan: QueryPlan): Promise<string[]>;
+  generateMetadataFilter?(plan: QueryPlan): Promise<FilterNode | undefined>;
+  rerank?(plan: QueryPlan, items: ResultItem[]): Promise<ResultItem[]>;
+  answer?(plan: QueryPlan, items: ResultItem[]): Promise<string>;
+  summarize?(plan: QueryPlan, items: ResultItem[]): Promise<Record<string, string>>;
+}
+
+const NEEDS: { option: keyof QueryInput["config"]; hook: keyof QueryHooks; connection: string }[] = [
+  { option: "transform_query", hook: "transformQuery", connection: "a chat model connection" },
+  { option: "expand_query", hook: "expandQuery", connection: "a chat model connection" },
+  { option: "answer_multi_query", hook: "answer", connection: "a chat model connection" },
+  { option: "generate_metadata_filters", hook: "generateMetadataFilter", connection: "a chat model connection" },
+  { option: "do_advanced_qa", hook: "answer", connection: "a chat model connection" },
+  { option: "generate_ai_doc_summaries", hook: "summarize", connection: "a chat model connection" },
+  { option: "rerank_documents", hook: "rerank", connection: "a reranker connection" },
+];
+
+/**
+ * Hybrid defaults, chosen by measurement (`npm run eval:retrieval`, Cranfield): weighted fusion
+ * leaning on BM25 (alpha 0.3) beat RRF and alpha 0.5 with the offline static embedder. An explicit
+ * `fusion_method: "weighted"` without `alpha` uses the neutral 0.5.
+ */
+export const DEFAULT_FUSION = "weighted" as const;
+export const DEFAULT_ALPHA = 0.3;
+
+const UNIT_ALIASES: Record<string, RetrievalUnit> = { chunks: "chunks", chunk: "chunks", documents: "documents", document: "documents", pages: "pages", page: "pages" };
+
+function parseFilter(language: string, source: string | Record<string, unknown> | undefined, parse: (s: string | Record<string, unknown>) => FilterNode): FilterNode | undefined {
+  if (source === undefined || (typeof source === "string" && source.trim() === "")) return undefined;
+  try {
+    return parse(source);
+  } catch (error) {
+    if (error instanceof FilterParseError) throw badRequest(`search_metadata.${language} is invalid ${error.message}`);
+    throw error;
+  }
+}
+
+export function planQuery(kb: KnowledgeBaseRow, input: QueryInput, hooks: QueryHooks): QueryPlan {
+  const config = input.config;
+  const meta = input.search_metadata;
+  const queries = [...(input.queries ?? []), ...(input.query ? [input.query] : [])].map((q) => q.trim()).filter(Boolean);
+  if (config.embedding_model !== undefined && config.embedding_model !== kb.embeddingModel) throw conflict(`this knowledge base was indexed with ${kb.embeddingModel}; it cannot be queried with ${config.embedding_model}`);
+  if (queries.length === 0) throw badRequest("queries: give at least one non-empty query");
+  const unitText = config.retrieval_unit ?? "chunks";
+  const unit = UNIT_ALIASES[unitText];
+  if (!unit) throw badRequest(`invalid retrieval unit: ${unitText}`);
+  const qaMode = config.question_answering_config?.advanced_qa_mode;
+  if (qaMode !== undefined && qaMode !== "fast" && qaMode !== "accurate") throw badRequest(`invalid advanced QA mode: ${qaMode}`);
+  for (const need of NEEDS) {
+    if (config[need.option] === true && !hooks[need.hook]) throw badRequest(`config.${need.option} needs ${need.connection}; none is configured for this organization yet`);
+  }
+  if (meta.searchengine_filter !== undefined && meta.opensearch_filter !== undefined) throw badRequest("search_metadata: give searchengine_filter or opensearch_filter, not both");
+  const filter = combineFilters(
+    parseFilter("filter", meta.filter, parseQdrantFilter),
+    parseFilter(meta.opensearch_filter !== undefined ? "opensearch_filter" : "searchengine_filter", meta.searchengine_filter ?? meta.opensearch_filter, parseOpenSearchFilter),
+  );
+  if (filter && filterToSql(filter).params.length > MAX_FILTER_SQL_PARAMS) throw badRequest(`search_metadata: the filters are too complex (more than ${MAX_FILTER_SQL_PARAMS} values to compare); simplify them`);
+  const hybrid = config.hybrid_search_config ?? {};
+  const mode: SearchMode = config.retrieval_config?.search_mode ?? (kb.isHybrid ? "hybrid" : "vector");
+  return {
+    kb,
+    queries,
+    context: input.context,
+    filter,
+    topK: meta.top_k ?? 10,
+    mode,
+    fusion: hybrid.fusion_method ?? DEFAULT_FUSION,
+    alpha: hybrid.alpha ?? (hybrid.fusion_method === undefined ? DEFAULT_ALPHA : 0.5),
+    dataFusion: config.retrieval_config?.data_fusion_method ?? "rrf",
+    maxDocuments: config.retrieval_config?.max_documents,
+    scoreCutoff: config.score_cutoff,
+    groupByKey: meta.group_by_key,
+    unit,
+    formatContext: config.format_context_for_llm === true,
+    config,
+  };
+}
+
+/** How many candidates each retriever returns before fusion and shaping. */
+function candidateDepth(plan: QueryPlan): number {
+  const shaping = plan.unit !== "chunks" || plan.maxDocuments !== undefined || plan.groupByKey !== undefined;
+  return Math.min(1000, Math.max(50, plan.topK * (shaping ? 20 : 5)));
+}
+
+async function retrieveOne(env: Env, plan: QueryPlan, query: string, vector: Float32Array | undefined): Promise<Scored[]> {
+  const depth = candidateDepth(plan);
+  const stub = indexStub(env, plan.kb.id);
+  let keyword: Scored[];
+  let semantic: Scored[];
+  if (!vectorIndexFor(env, plan.kb.id)) {
+    // Loom's own index answers both halves in one round trip.
+    ({ keyword, vector: semantic } = await stub.search({ text: query, vector: plan.mode !== "keyword" && vector ? Array.from(vector) : undefined, filter: plan.filter, topK: depth, keyword: plan.mode !== "vector" }));
+  } else {
+    [keyword, semantic] = await Promise.all([
+      plan.mode !== "vector" ? stub.keywordSearch(query, { topK: depth, filter: plan.filter }) : Promise.resolve([]),
+      plan.mode !== "keyword" && vector ? vectorIndexOf(env, plan.kb.id).query(vector, { topK: depth, filter: plan.filter }).then((r) => r.matches.map((m) => ({ id: m.id, score: m.score }))) : Promise.resolve([]),
+    ]);
+  }
+  if (plan.mode === "keyword") return keyword;
+  if (plan.mode === "vector") return semantic;
+  if (plan.fusion === "weighted") return weightedFusion(semantic, keyword, plan.alpha);
+  return reciprocalRankFusion([semantic, keyword]);
+}
+
+function groupInto(unit: RetrievalUnit, ranked: { chunk: StoredChunk; score: number }[], pageTexts: Map<string, string>): ResultItem[] {
+  if (unit === "chunks") return ranked.map(({ chunk, score }) => ({ id: chunk.id, document_id: chunk.documentId, score, text: chunk.text, metadata: chunk.metadata }));
+  const groups = new Map<string, { score: number; chunks: StoredChunk[] }>();
+  for (const { chunk, score } of ranked) {
+    const key = unit === "documents" ? chunk.documentId : `${chunk.documentId}:p${Number(chunk.metadata.page ?? 1)}`;
+    const group = groups.get(key);
+    if (group) group.chunks.push(chunk);
+    else groups.set(key, { score, chunks: [chunk] });
+  }
+  return [...groups].map(([key, group]) => {
+    const first = group.chunks[0];
+    const { section: _section, ...metadata } = first.metadata;
+    if (unit === "documents") {
+      delete metadata.page;
+      const text = [...group.chunks].sort((a, b) => a.position - b.position).map((c) => c.text).join("\n\n");
+      return { id: first.documentId, document_id: first.documentId, score: group.score, text, metadata };
+    }
+    return { id: key, document_id: first.documentId, score: group.score, text: pageTexts.get(key) ?? group.chunks.map((c) => c.text).join("\n\n"), metadata };
+  });
+}
+
+function formatContext(items: ResultItem[]): { formatted_text: string; citation_metadata: Record<string, unknown>[] } {
+  const citations = items.map((item, i) => ({
+    source_number: i + 1,
+    id: item.id,
+    document_id: item.document_id,
+    name: item.metadata.name,
+    ...(item.metadata.path !== undefined ? { path: item.metadata.path } : {}),
+    ...(item.metadata.url !== undefined ? { url: item.metadata.url } : {}),
+    ...(item.metadata.page !== undefined ? { page: item.metadata.page } : {}),
+    source: item.metadata.source,
+    score: item.score,
+  }));
+  const blocks = items.map((item, i) => {
+    const where = [item.metadata.name, item.metadata.page !== undefined ? `page ${String(item.metadata.page)}` : undefined].filter(Boolean).join(", ");
+    return `[${i + 1}] ${where}\n${item.text}`;
+  });
+  const formatted = `Answer using only the numbered sources below and cite them as [n].\n\n${blocks.join("\n\n")}`;
+  return { formatted_text: formatted, citation_metadata: citations };
+}
+
+export async function executePlan(env: Env, plan: QueryPlan, hooks: QueryHooks): Promise<QueryResult> {
+  let queries = plan.queries;
+  if (plan.config.transform_query && hooks.transformQuery) queries = await hooks.transformQuery(plan);
+  if (plan.config.expand_query && hooks.expandQuery) queries = [...queries, ...(await hooks.expandQuery({ ...plan, queries }))];
+  if (plan.config.generate_metadata_filters && hooks.generateMetadataFilter) plan = { ...plan, filter: combineFilters(plan.filter, await hooks.generateMetadataFilter(plan)) };
+
+  let vectors: Float32Array[] = [];
+  if (plan.mode !== "keyword") {
+    const embedder = await resolveEmbedder(env, plan.kb.embeddingModel);
+    if (embedder.model !== plan.kb.embeddingModel) throw conflict(`this knowledge base was indexed with ${plan.kb.embeddingModel}; it cannot be queried with ${embedder.model}`);
+    vectors = await embedder.embed(queries);
+  }
+  const perQuery = await Promise.all(queries.map((q, i) => retrieveOne(env, plan, q, vectors[i])));
+  const fused = perQuery.length === 1 ? perQuery[0] : plan.dataFusion === "max" ? maxFusion(perQuery) : reciprocalRankFusion(perQuery);
+
+  // Keep enough candidates for grouping and per-document limits, then read their text.
+  const shortlist = fused.filter((s) => plan.scoreCutoff === undefined || s.score >= plan.scoreCutoff).slice(0, candidateDepth(plan));
+  const stub = indexStub(env, plan.kb.id);
+  const chunks = new Map((await stub.getChunks(shortlist.map((s) => s.id))).map((c) => [c.id, c]));
+  let ranked = shortlist.flatMap((s) => {
+    const chunk = chunks.get(s.id);
+    return chunk ? [{ chunk, score: s.score }] : [];
+  });
+  if (plan.maxDocuments !== undefined) {
+    const allowed = new Set<string>();
+    ranked = ranked.filter(({ chunk }) => {
+      if (allowed.has(chunk.documentId)) return true;
+      if (allowed.size >= (plan.maxDocuments ?? 0)) return false;
+      allowed.add(chunk.documentId);
+      return true;
+    });
+  }
+  if (plan.groupByKey !== undefined) {
+    const seen = new Set<string>();
+    const key = plan.groupByKey;
+    ranked = ranked.filter(({ chunk }) => {
+      const value = chunk.metadata[key];
+      if (value === undefined || value === null) return true;
+      const k = JSON.stringify(value);
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    });
+  }
+  const pageTexts = new Map<string, string>();
+  if (plan.unit === "pages") {
+    const topPages = [...new Set(ranked.map(({ chunk }) => `${chunk.documentId}:p${Number(chunk.metadata.page ?? 1)}`))].slice(0, plan.topK);
+    const docs = [...new Set(topPages.map((k) => k.split(":p")[0]))];
+    for (const c of await stub.documentChunks(docs, 20_000)) {
+      const key = `${c.documentId}:p${Number(c.metadata.page ?? 1)}`;
+      if (topPages.includes(key)) pageTexts.set(key, pageTexts.has(key) ? `${pageTexts.get(key)}\n\n${c.text}` : c.text);
+    }
+  }
+  let items = groupInto(plan.unit, ranked, pageTexts).slice(0, plan.topK);
+  if (plan.config.rerank_documents && hooks.rerank) items = await hooks.rerank(plan, items);
+
+  const result: QueryResult = { [plan.unit]: items, queries };
+  if (plan.formatContext) Object.assign(result, formatContext(items));
+  if (plan.config.do_advanced_qa && hooks.answer) result.response = await hooks.answer(plan, items);
+  if (plan.config.generate_ai_doc_summaries && hooks.summarize) result.summaries = await hooks.summarize(plan, items);
+  return result;
+}
+
+/** No model-backed steps yet: the provider layer supplies these hooks later. */
+export const NO_HOOKS: QueryHooks = {};
+
+export async function queryKnowledgeBase(env: Env, auth: AuthContext, kbId: string, input: QueryInput, hooks: QueryHooks = NO_HOOKS): Promise<QueryResult> {
+  const kb = await visibleKnowledgeBase(env, auth, kbId);
+  return executePlan(env, planQuery(kb, input, hooks), hooks);
+}

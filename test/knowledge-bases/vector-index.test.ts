@@ -1,0 +1,85 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { VectorIndex } from "../../src/features/knowledge-bases/vector-index";
+import { DurableObjectVectorIndex, indexStub } from "../../src/features/knowledge-bases/durable-object-vector-index";
+import { VectorizeVectorIndex } from "../../src/features/knowledge-bases/vectorize-adapter";
+import { parseOpenSearchFilter, parseQdrantFilter } from "../../src/features/knowledge-bases/metadata-filter";
+import { FakeVectorize } from "./fake-vectorize";
+
+/** Unit vector pointing mostly along axis `i` of 8, so nearest neighbours are predictable. */
+function axis(i: number, wobble = 0): number[] {
+  const v = Array.from({ length: 8 }, (_, j) => (j === i ? 1 : j === (i + 1) % 8 ? wobble : 0));
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+}
+
+const VECTORS = [
+  { id: "a", values: axis(0), metadata: { color: "red", size: 1, document_id: "d1" } },
+  { id: "b", values: axis(0, 0.4), metadata: { color: "blue", size: 2, document_id: "d1" } },
+  { id: "c", values: axis(1), metadata: { color: "red", size: 3, document_id: "d2" } },
+  { id: "d", values: axis(2), metadata: { color: "green", size: 4, document_id: "d3" } },
+];
+
+/** One suite, run against every implementation of the Vectorize-shaped interface. */
+function vectorIndexSuite(name: string, make: () => { index: VectorIndex; other: VectorIndex }) {
+  describe(`vector index: ${name}`, () => {
+    it("upserts, queries nearest first, and replaces on upsert", async () => {
+      const { index } = make();
+      expect(await index.upsert(VECTORS)).toEqual({ count: 4 });
+      const { matches } = await index.query(axis(0), { topK: 2 });
+      expect(matches.map((m) => m.id)).toEqual(["a", "b"]);
+      expect(matches[0].score).toBeCloseTo(1, 2);
+      await index.upsert([{ id: "a", values: axis(3), metadata: { color: "red", size: 1 } }]);
+      expect((await index.query(axis(0), { topK: 1 })).matches[0].id).toBe("b");
+      expect((await index.query(axis(3), { topK: 1 })).matches[0].id).toBe("a");
+    });
+
+    it("applies metadata filters, including excluding ones, and returns metadata on request", async () => {
+      const { index } = make();
+      await index.upsert(VECTORS);
+      const red = await index.query(axis(0), { topK: 10, filter: parseQdrantFilter({ must: [{ key: "color", match: { value: "red" } }] }), returnMetadata: true });
+      expect(red.matches.map((m) => m.id)).toEqual(["a", "c"]);
+      expect(red.matches[0].metadata).toMatchObject({ color: "red", size: 1 });
+      const notRed = await index.query(axis(0), { topK: 10, filter: parseOpenSearchFilter({ bool: { must_not: [{ term: { color: "red" } }] } }) });
+      expect(notRed.matches.map((m) => m.id).sort()).toEqual(["b", "d"]);
+      const range = await index.query(axis(0), { topK: 10, filter: parseQdrantFilter({ must: [{ key: "size", range: { gte: 2, lt: 4 } }] }) });
+      expect(range.matches.map((m) => m.id).sort()).toEqual(["b", "c"]);
+      const either = await index.query(axis(0), { topK: 10, filter: parseQdrantFilter({ should: [{ key: "color", match: { value: "green" } }, { key: "size", range: { lt: 2 } }] }) });
+      expect(either.matches.map((m) => m.id).sort()).toEqual(["a", "d"]);
+      const none = await index.query(axis(0), { topK: 10, filter: parseQdrantFilter({ must: [{ key: "color", match: { value: "violet" } }] }) });
+      expect(none.matches).toEqual([]);
+    });
+
+    it("gets and deletes by ids", async () => {
+      const { index } = make();
+      await index.upsert(VECTORS);
+      const got = await index.getByIds(["c", "zzz"]);
+      expect(got).toHaveLength(1);
+      expect(got[0].id).toBe("c");
+      got[0].values.forEach((v, i) => expect(v).toBeCloseTo(axis(1)[i], 1));
+      expect(await index.deleteByIds(["a", "zzz"])).toEqual({ count: 1 });
+      expect((await index.query(axis(0), { topK: 10 })).matches.map((m) => m.id)).not.toContain("a");
+      expect(await index.getByIds(["a"])).toEqual([]);
+    });
+
+    it("keeps one namespace per knowledge base", async () => {
+      const { index, other } = make();
+      await index.upsert(VECTORS);
+      await other.upsert([{ id: "other-1", values: axis(0), metadata: { color: "red" } }]);
+      expect((await index.query(axis(0), { topK: 10 })).matches.map((m) => m.id)).not.toContain("other-1");
+      expect((await other.query(axis(0), { topK: 10 })).matches.map((m) => m.id)).toEqual(["other-1"]);
+      expect(await other.deleteByIds(["a"])).toEqual({ count: 0 });
+      expect(await index.getByIds(["a"])).toHaveLength(1);
+    });
+  });
+}
+
+vectorIndexSuite("Loom's own (Durable Object)", () => ({
+  index: new DurableObjectVectorIndex(indexStub(env, `suite-${crypto.randomUUID()}`)),
+  other: new DurableObjectVectorIndex(indexStub(env, `suite-${crypto.randomUUID()}`)),
+}));
+
+vectorIndexSuite("Vectorize adapter (fake binding)", () => {
+  const binding = new FakeVectorize();
+  return { index: new VectorizeVectorIndex(binding, "kb-one"), other: new VectorizeVectorIndex(binding, "kb-two") };
+});
