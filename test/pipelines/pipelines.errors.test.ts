@@ -60,10 +60,9 @@ describe("pipelines: invalid definitions are rejected, naming the node", () => {
       status: 400,
       body: failed("node ask: connection cccccccccccccccccccccccc does not exist or you cannot use it"),
     });
-    // Until the knowledge-base and transformation features are merged, the production wiring says so.
     expect(await rejects({ nodes: [input, { id: "kb", type: "knowledge_base", config: { knowledge_base_id: "aaaaaaaaaaaaaaaaaaaaaaaa", query: "{{in}}" } }], edges: [{ source: "in", target: "kb" }] })).toEqual({
       status: 400,
-      body: failed("node kb: knowledge_base nodes need the knowledge-bases feature, which is not available yet on this deployment"),
+      body: failed("node kb: knowledge base aaaaaaaaaaaaaaaaaaaaaaaa does not exist or you cannot use it"),
     });
     const restore = useServices((e) => fakeServices(e, { checkTransformation: async (_auth, id) => `transformation ${id} does not exist or you cannot use it` }));
     try {

@@ -4,6 +4,23 @@ import { createPipeline, send, uniqueName } from "./fixtures";
 
 /** Production node services: these run the real features merged into this branch. */
 
+async function createKnowledgeBase(key: string): Promise<string> {
+  const created = await send(key, "POST", "/v1/knowledge-base", { name: uniqueName("kb") });
+  expect(created.status).toBe(200);
+  const kbId = String(created.body.id);
+  const docs = {
+    "whales.txt": "Whales are marine mammals. The blue whale is the largest animal known to have ever existed.",
+    "bread.txt": "Sourdough bread is made by fermenting dough with wild yeast and lactobacilli.",
+  };
+  for (const [name, text] of Object.entries(docs)) {
+    const indexed = await send(key, "POST", `/v1/knowledge-base/${kbId}/index`, {
+      file_data: { file: { type: "file", raw_bytes: btoa(text), metadata: { name, mime_type: "text/plain", path: `/docs/${name}` } } },
+    });
+    expect(indexed.status).toBe(200);
+  }
+  return kbId;
+}
+
 const DOUBLE_JS = "function double({ x }) {\n  return { y: x * 2 };\n}\n";
 
 async function createDouble(key: string): Promise<string> {
@@ -67,7 +84,7 @@ describe("pipelines: wired to the transformations feature", () => {
     }
   });
 
-  it("says plainly that knowledge_base and llm nodes are not available until their features are", async () => {
+  it("says plainly that llm nodes are not available until the model providers are", async () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const id = await createPipeline(key, {
@@ -81,5 +98,68 @@ describe("pipelines: wired to the transformations feature", () => {
       status: "failed",
       error: "node ask failed: llm nodes need the model providers (chat models from connections) feature, which is not available yet on this deployment",
     });
+  });
+});
+
+describe("pipelines: wired to the knowledge-base query", () => {
+  it("queries a knowledge base with the query options and hands the results on", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kbId = await createKnowledgeBase(key);
+    const id = await createPipeline(key, {
+      nodes: [
+        { id: "q", type: "input", config: { name: "q" } },
+        { id: "kb", type: "knowledge_base", config: { knowledge_base_id: kbId, query: "{{q}}", search_metadata: { top_k: 1 } } },
+        { id: "hits", type: "output", config: { name: "hits", value: "{{kb.results}}" } },
+        { id: "context", type: "output", config: { name: "context", value: "{{kb}}" } },
+      ],
+      edges: [
+        { source: "q", target: "kb" },
+        { source: "kb", target: "hits" },
+        { source: "kb", target: "context" },
+      ],
+    });
+    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "largest whale" } });
+    expect(run.body.status).toBe("success");
+    const outputs = run.body.outputs as { hits: { text: string; document_id: string; score: number }[]; context: string };
+    expect(outputs.hits).toHaveLength(1);
+    expect(outputs.hits[0].text).toContain("blue whale");
+    expect(outputs.context).toMatch(/^\[1\] Whales are marine mammals/);
+  });
+
+  it("checks the query options when the pipeline is created, and the knowledge base's visibility", async () => {
+    const org = await seedOrg();
+    const other = await seedOrg();
+    const foreign = await createKnowledgeBase(other.owner.apiKey);
+    const kbNode = (kbId: string, extra: Record<string, unknown> = {}) => ({
+      name: uniqueName(),
+      nodes: [
+        { id: "q", type: "input", config: { name: "q" } },
+        { id: "kb", type: "knowledge_base", config: { knowledge_base_id: kbId, query: "{{q}}", ...extra } },
+      ],
+      edges: [{ source: "q", target: "kb" }],
+    });
+    expect(await send(org.owner.apiKey, "POST", "/v1/pipeline", kbNode(foreign))).toEqual({
+      status: 400,
+      body: { status: "failed", error: `node kb: knowledge base ${foreign} does not exist or you cannot use it` },
+    });
+    const own = await createKnowledgeBase(org.owner.apiKey);
+    const bad = await send(org.owner.apiKey, "POST", "/v1/pipeline", kbNode(own, { search_metadata: { top_k: 0 } }));
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatch(/^node kb \(knowledge_base\): config\.search_metadata\.top_k: /);
+  });
+
+  it("fails the run with the knowledge base's own message for a bad retrieval unit", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kbId = await createKnowledgeBase(key);
+    const id = await createPipeline(key, {
+      nodes: [
+        { id: "q", type: "input", config: { name: "q" } },
+        { id: "kb", type: "knowledge_base", config: { knowledge_base_id: kbId, query: "{{q}}", config: { retrieval_unit: "paragraphs" } } },
+      ],
+      edges: [{ source: "q", target: "kb" }],
+    });
+    expect((await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "bread" } })).body).toMatchObject({ status: "failed", error: "node kb failed: invalid retrieval unit: paragraphs" });
   });
 });

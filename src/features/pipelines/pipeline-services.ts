@@ -1,6 +1,10 @@
+import type { z } from "@hono/zod-openapi";
 import type { AuthContext, Env } from "../../env";
 import { AppError } from "../../lib/errors";
 import type { ChatMessage } from "../../providers/types";
+import { visibleKnowledgeBase } from "../knowledge-bases/knowledge-bases.service";
+import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
+import { queryKnowledgeBase, type QueryResult } from "../knowledge-bases/query.service";
 import { getTransformation, runTransformation } from "../transformations/transformations.service";
 
 /**
@@ -77,15 +81,37 @@ function whenAborted(signal: AbortSignal): Promise<never> {
 }
 
 /**
+ * A knowledge-base node's query and options, checked with the knowledge-base query's own schema
+ * (the same defaults and bounds as `POST /v1/knowledge-base/{id}/query`). Answers the parsed
+ * body, or the first problem as `field: message`.
+ */
+export function parseKnowledgeBaseQuery(query: string, options: KnowledgeBaseQueryOptions): { ok: true; body: z.output<typeof QueryBody> } | { ok: false; problem: string } {
+  const parsed = QueryBody.safeParse({ queries: [query], search_metadata: options.search_metadata ?? {}, config: options.config ?? {} });
+  if (parsed.success) return { ok: true, body: parsed.data };
+  const issue = parsed.error.issues[0];
+  return { ok: false, problem: `${issue.path.map(String).join(".")}: ${issue.message}` };
+}
+
+/** A query result as a node's outputs: the items, and context text for a model. */
+function knowledgeBaseOutputs(result: QueryResult): KnowledgeBaseQueryResult {
+  const items = result.chunks ?? result.documents ?? result.pages ?? [];
+  const text = result.formatted_text ?? items.map((item, i) => `[${i + 1}] ${item.text}`).join("\n\n");
+  return { text, results: items, response: result.response };
+}
+
+/**
  * The production wiring. Transformations run through the transformations feature (a metered
- * sandbox). Knowledge bases and chat models from connections are built by other features; until
- * they are merged these answer a clear failure rather than pretending to work. Sub-pipelines are
- * ours and run for real.
+ * sandbox), knowledge-base nodes through the knowledge-base query. Chat models from connections
+ * are built by another feature; until it is merged llm nodes answer a clear failure rather than
+ * pretending to work. Sub-pipelines are ours and run for real.
  */
 export function productionNodeServices(env: Env): NodeServices {
   return {
-    async queryKnowledgeBase() {
-      throw unavailable("knowledge_base", "knowledge-bases (query)");
+    async queryKnowledgeBase(auth, knowledgeBaseId, query, options, signal) {
+      if (query.trim() === "") throw new NodeFailure("the query is empty");
+      const parsed = parseKnowledgeBaseQuery(query, options);
+      if (!parsed.ok) throw new NodeFailure(parsed.problem);
+      return knowledgeBaseOutputs(await Promise.race([queryKnowledgeBase(env, auth, knowledgeBaseId, parsed.body), whenAborted(signal)]));
     },
     async runTransformation(auth, transformationId, inputs, signal) {
       return Promise.race([runTransformation(env, auth, transformationId, inputs), whenAborted(signal)]);
@@ -98,8 +124,14 @@ export function productionNodeServices(env: Env): NodeServices {
       const { runChildPipeline } = await import("./pipeline-runs.service");
       return runChildPipeline(env, auth, pipelineId, inputs, request);
     },
-    async checkKnowledgeBase() {
-      return "knowledge_base nodes need the knowledge-bases feature, which is not available yet on this deployment";
+    async checkKnowledgeBase(auth, knowledgeBaseId) {
+      try {
+        await visibleKnowledgeBase(env, auth, knowledgeBaseId);
+        return null;
+      } catch (error) {
+        if (error instanceof AppError && error.code === "not_found") return `knowledge base ${knowledgeBaseId} does not exist or you cannot use it`;
+        throw error;
+      }
     },
     async checkTransformation(auth, transformationId) {
       try {

@@ -7,7 +7,7 @@ import { badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { assertCanCreate, assertVisible, assertWritable, listEnvelope, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
 import { validateGraph, type PipelineGraph } from "./pipeline-graph";
-import { nodeServicesProvider, type NodeServices } from "./pipeline-services";
+import { nodeServicesProvider, parseKnowledgeBaseQuery, type NodeServices } from "./pipeline-services";
 import { deleteRunIndex, terminateActiveRuns } from "./pipeline-runs.service";
 import type { PipelineCreateInput, PipelineEdge, PipelineNode } from "./pipelines.schemas";
 
@@ -57,6 +57,9 @@ async function checkReferences(env: Env, auth: AuthContext, graph: PipelineGraph
       const rows = await db.select({ orgId: pipelines.orgId }).from(pipelines).where(eq(pipelines.id, node.config.pipeline_id)).limit(1);
       if (rows[0]?.orgId !== auth.orgId) throw badRequest(`node ${node.id}: pipeline ${node.config.pipeline_id} does not exist or you cannot use it`);
     } else if (node.type === "knowledge_base") {
+      // The query is a template; its options are checked now with a stand-in query text.
+      const options = parseKnowledgeBaseQuery("query", { search_metadata: node.config.search_metadata, config: node.config.config });
+      if (!options.ok) throw badRequest(`node ${node.id} (knowledge_base): config.${options.problem}`);
       const why = await services.checkKnowledgeBase(auth, node.config.knowledge_base_id);
       if (why) throw badRequest(`node ${node.id}: ${why}`);
     } else if (node.type === "transformation") {
