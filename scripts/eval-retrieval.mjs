@@ -11,7 +11,9 @@
 //
 // Options: --data=DIR, --concurrency=N (default 4), --chunk-size=N (default 400),
 // --hybrid=rrf|weighted, --alpha=A (weighted hybrid only), --keep (keep the knowledge base and
-// print how to reuse it), --kb=ID --key=KEY (query an already indexed one; ids map by cran_id).
+// print how to reuse it), --kb=ID --key=KEY (query an already indexed one; ids map by cran_id),
+// --no-prf (skip the pseudo-relevance-feedback rows: `expand_query` in keyword and hybrid mode,
+// which need no model connection).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -140,6 +142,11 @@ async function main() {
     ["vector", { retrieval_config: { search_mode: "vector" } }],
     ["hybrid", { retrieval_config: { search_mode: "hybrid" }, ...(hybridConfig ? { hybrid_search_config: hybridConfig } : {}) }],
   ];
+  // The offline query options: pseudo-relevance feedback runs with no model connection.
+  if (!args.has("no-prf")) {
+    modes.push(["keyword+prf", { retrieval_config: { search_mode: "keyword" }, expand_query: true }]);
+    modes.push(["hybrid+prf", { retrieval_config: { search_mode: "hybrid" }, ...(hybridConfig ? { hybrid_search_config: hybridConfig } : {}), expand_query: true }]);
+  }
   const rows = [];
   for (const [mode, config] of modes) {
     let ndcg = 0;
@@ -157,8 +164,13 @@ async function main() {
     });
     rows.push({ mode, ndcg: ndcg / judged, recall: recall / judged, queries: judged, ms: (Date.now() - t0) / judged });
   }
-  console.log("\nmode      nDCG@10  Recall@100  (queries, mean ms/query)");
-  for (const r of rows) console.log(`${r.mode.padEnd(9)} ${r.ndcg.toFixed(4)}   ${r.recall.toFixed(4)}      (${r.queries}, ${r.ms.toFixed(1)})`);
+  console.log("\nmode         nDCG@10  Recall@100  (queries, mean ms/query)");
+  for (const r of rows) console.log(`${r.mode.padEnd(12)} ${r.ndcg.toFixed(4)}   ${r.recall.toFixed(4)}      (${r.queries}, ${r.ms.toFixed(1)})`);
+  for (const [plain, prf] of [["keyword", "keyword+prf"], ["hybrid", "hybrid+prf"]]) {
+    const a = rows.find((r) => r.mode === plain);
+    const b = rows.find((r) => r.mode === prf);
+    if (a && b) console.log(`expand_query (PRF) in ${plain} mode: nDCG@10 ${b.ndcg >= a.ndcg ? "+" : ""}${(b.ndcg - a.ndcg).toFixed(4)}, Recall@100 ${b.recall >= a.recall ? "+" : ""}${(b.recall - a.recall).toFixed(4)} (${b.ndcg >= a.ndcg ? "helps" : "hurts"})`);
+  }
   const keyword = rows.find((r) => r.mode === "keyword");
   const hybrid = rows.find((r) => r.mode === "hybrid");
   if (hybrid.ndcg < keyword.ndcg) {

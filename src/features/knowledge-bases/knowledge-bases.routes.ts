@@ -5,7 +5,7 @@ import { FetchQuery, ListQuery, listEnvelope } from "../../lib/ownership";
 import { DocumentsDeleteQuery, IndexBody, KnowledgeBaseCreateBody, KnowledgeBaseParams, QueryBody } from "./knowledge-bases.schemas";
 import { createKnowledgeBase, deleteDocuments, deleteKnowledgeBase, fetchKnowledgeBase, listDocuments, listKnowledgeBases, parseDocumentIds } from "./knowledge-bases.service";
 import { indexIntoKnowledgeBase } from "./ingestion.service";
-import { queryKnowledgeBase } from "./query.service";
+import { queryWithModelOptions } from "../knowledge-base-options/knowledge-base-query";
 
 export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void {
   const tags = ["Knowledge bases"];
@@ -42,7 +42,7 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
     async (c, { params, body }) => c.json({ status: "success", document_ids: await indexIntoKnowledgeBase(c.env, c.get("auth"), params.id, body) }),
   );
 
-  defineRoute(app, { ...common, method: "post", path: "/v1/knowledge-base/:id/query", summary: "Query a knowledge base (keyword, vector or hybrid)", params: KnowledgeBaseParams, body: QueryBody, responses: { 404: "No such knowledge base" } }, async (c, { params, body }) =>
-    c.json({ status: "success", result: await queryKnowledgeBase(c.env, c.get("auth"), params.id, body) }),
+  defineRoute(app, { ...common, method: "post", path: "/v1/knowledge-base/:id/query", summary: "Query a knowledge base (keyword, vector or hybrid)", params: KnowledgeBaseParams, body: QueryBody, responses: { 404: "No such knowledge base", 502: "A model provider failed" } }, async (c, { params, body }) =>
+    c.json({ status: "success", result: await queryWithModelOptions(c.env, c.get("auth"), params.id, body) }),
   );
 }
