@@ -84,19 +84,42 @@ describe("pipelines: wired to the transformations feature", () => {
     }
   });
 
-  it("says plainly that llm nodes are not available until the model providers are", async () => {
+});
+
+describe("pipelines: wired to the provider registry", () => {
+  const llmPipeline = (config: Record<string, unknown>) => ({
+    nodes: [
+      { id: "q", type: "input", config: { name: "q" } },
+      { id: "ask", type: "llm", config: { prompt: "{{q}}", ...config } },
+      { id: "out", type: "output", config: { name: "answer", value: "{{ask}}" } },
+      { id: "who", type: "output", config: { name: "model", value: "{{ask.model}}" } },
+    ],
+    edges: [
+      { source: "q", target: "ask" },
+      { source: "ask", target: "out" },
+      { source: "ask", target: "who" },
+    ],
+  });
+
+  it("answers offline with the built-in extractive model when a node names it", async () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
-    const id = await createPipeline(key, {
-      nodes: [
-        { id: "q", type: "input", config: { name: "q" } },
-        { id: "ask", type: "llm", config: { prompt: "{{q}}" } },
-      ],
-      edges: [{ source: "q", target: "ask" }],
-    });
-    expect((await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "hi" } })).body).toMatchObject({
+    const id = await createPipeline(key, llmPipeline({ model: "loom/extractive", system: "Answer from the context." }));
+    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "Context: The blue whale is the largest animal. Question: which animal is the largest?" } });
+    expect(run.body).toMatchObject({ status: "success", outputs: { model: "loom/extractive" } });
+    expect(typeof (run.body.outputs as { answer: unknown }).answer).toBe("string");
+  });
+
+  it("fails the run naming what to add when the organization has no chat connection", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const id = await createPipeline(key, llmPipeline({}));
+    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "hi" } });
+    expect(run.body).toMatchObject({ status: "failed", state: "failed", error: expect.stringMatching(/^node ask failed: an llm node needs a chat model: add a connection of kind/) });
+    const named = await createPipeline(key, llmPipeline({ model: "nowhere/some-model" }));
+    expect((await send(key, "POST", `/v1/pipeline/${named}/run`, { inputs: { q: "hi" } })).body).toMatchObject({
       status: "failed",
-      error: "node ask failed: llm nodes need the model providers (chat models from connections) feature, which is not available yet on this deployment",
+      error: "node ask failed: model 'nowhere/some-model': this organization has no connection named 'nowhere'",
     });
   });
 });

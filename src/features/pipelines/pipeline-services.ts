@@ -2,9 +2,15 @@ import type { z } from "@hono/zod-openapi";
 import type { AuthContext, Env } from "../../env";
 import { AppError } from "../../lib/errors";
 import type { ChatMessage } from "../../providers/types";
+import { and, eq } from "drizzle-orm";
+import { database } from "../../db/client";
+import { connections } from "../../db/schema/identity";
+import { EXTRACTIVE_MODEL } from "../../providers/extractive";
+import { chatModelFor } from "../../providers/registry";
+import { queryWithModelOptions } from "../knowledge-base-options/knowledge-base-query";
 import { visibleKnowledgeBase } from "../knowledge-bases/knowledge-bases.service";
 import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
-import { queryKnowledgeBase, type QueryResult } from "../knowledge-bases/query.service";
+import type { QueryResult } from "../knowledge-bases/query.service";
 import { getTransformation, runTransformation } from "../transformations/transformations.service";
 
 /**
@@ -68,8 +74,23 @@ export class NodeFailure extends Error {
   }
 }
 
-const unavailable = (what: string, feature: string) =>
-  new NodeFailure(`${what} nodes need the ${feature} feature, which is not available yet on this deployment`);
+/**
+ * The provider registry's model name for an llm node: `<connection>/<model>`. A `connection_id`
+ * names the connection by id (of the run's organization); a bare `model` is passed as written
+ * (a connection name, `<connection>/<model>`, or `loom/extractive`); neither means the
+ * organization's first chat connection.
+ */
+async function chatModelName(env: Env, auth: AuthContext, request: NodeChatRequest): Promise<string | undefined> {
+  if (!request.connectionId) return request.model;
+  const rows = await database(env)
+    .select({ name: connections.name })
+    .from(connections)
+    .where(and(eq(connections.id, request.connectionId), eq(connections.orgId, auth.orgId)))
+    .limit(1);
+  if (!rows[0]) throw new NodeFailure(`connection ${request.connectionId} does not exist or you cannot use it`);
+  if (!request.model) return rows[0].name;
+  return request.model.includes("/") ? request.model : `${rows[0].name}/${request.model}`;
+}
 
 /** Resolves when the signal aborts, so a node stops waiting at once when its run is terminated or times out. */
 function whenAborted(signal: AbortSignal): Promise<never> {
@@ -100,10 +121,10 @@ function knowledgeBaseOutputs(result: QueryResult): KnowledgeBaseQueryResult {
 }
 
 /**
- * The production wiring. Transformations run through the transformations feature (a metered
- * sandbox), knowledge-base nodes through the knowledge-base query. Chat models from connections
- * are built by another feature; until it is merged llm nodes answer a clear failure rather than
- * pretending to work. Sub-pipelines are ours and run for real.
+ * The production wiring: transformations run through the transformations feature (a metered
+ * sandbox), knowledge-base nodes through the knowledge-base query with its model-backed options,
+ * llm nodes through the provider registry (chat models from the organization's connections),
+ * and sub-pipelines through our own runs.
  */
 export function productionNodeServices(env: Env): NodeServices {
   return {
@@ -111,13 +132,17 @@ export function productionNodeServices(env: Env): NodeServices {
       if (query.trim() === "") throw new NodeFailure("the query is empty");
       const parsed = parseKnowledgeBaseQuery(query, options);
       if (!parsed.ok) throw new NodeFailure(parsed.problem);
-      return knowledgeBaseOutputs(await Promise.race([queryKnowledgeBase(env, auth, knowledgeBaseId, parsed.body), whenAborted(signal)]));
+      // The same query the API runs, with its model-backed options (rerank, advanced QA ...).
+      return knowledgeBaseOutputs(await Promise.race([queryWithModelOptions(env, auth, knowledgeBaseId, parsed.body), whenAborted(signal)]));
     },
     async runTransformation(auth, transformationId, inputs, signal) {
       return Promise.race([runTransformation(env, auth, transformationId, inputs), whenAborted(signal)]);
     },
-    async chat() {
-      throw unavailable("llm", "model providers (chat models from connections)");
+    async chat(auth, request) {
+      const name = await chatModelName(env, auth, request);
+      const model = await chatModelFor(env, auth, name, { allowExtractive: name === EXTRACTIVE_MODEL, purpose: "an llm node" });
+      const result = await model.complete({ messages: request.messages, temperature: request.temperature, maxTokens: request.maxTokens, signal: request.signal });
+      return { text: result.text, model: result.model };
     },
     async runPipeline(auth, pipelineId, inputs, request) {
       // Imported lazily: the run service depends on the run object, which depends on this file.
