@@ -14,7 +14,8 @@ import {
   PipelineRunsQuery,
 } from "./pipelines.schemas";
 import { createPipeline, deletePipeline, fetchPipeline, listPipelines } from "./pipelines.service";
-import { bulkRunPipeline, getRunStatus, listRuns, pauseRun, resumeRuns, runAnswer, startPipelineRun, streamRun, terminateRun } from "./pipeline-runs.service";
+import { getRunStatus, listRuns, pauseRun, resumeRuns, terminateRun } from "./pipeline-run-control";
+import { bulkRunPipeline, runAnswer, startPipelineRun, streamRun } from "./pipeline-runs.service";
 
 export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
   const tags = ["Pipelines"];

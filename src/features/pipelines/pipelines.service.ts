@@ -8,7 +8,7 @@ import { newId } from "../../lib/ids";
 import { assertCanCreate, assertVisible, assertWritable, listEnvelope, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
 import { validateGraph, type PipelineGraph } from "./pipeline-graph";
 import { nodeServicesProvider, parseKnowledgeBaseQuery, type NodeServices } from "./pipeline-services";
-import { deleteRunIndex, terminateActiveRuns } from "./pipeline-runs.service";
+import { deleteRunIndex, terminateActiveRuns } from "./pipeline-run-control";
 import type { PipelineCreateInput, PipelineEdge, PipelineNode } from "./pipelines.schemas";
 
 export const DEFAULT_MAX_STEPS = 1000;
