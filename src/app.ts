@@ -8,6 +8,7 @@ import { registerConnectionRoutes } from "./features/connections/connections.rou
 import { registerAgentRoutes } from "./features/agents/agents.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
 import { registerChatbotRoutes } from "./features/chatbots/chatbots.routes";
+import { registerPipelineRoutes } from "./features/pipelines/pipelines.routes";
 import { registerTransformationRoutes } from "./features/transformations/transformations.routes";
 import { registerKnowledgeBaseRoutes } from "./features/knowledge-bases/knowledge-bases.routes";
 
@@ -30,6 +31,7 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerAgentRoutes(app);
   registerDocsRoutes(app);
   registerChatbotRoutes(app);
+  registerPipelineRoutes(app);
   registerTransformationRoutes(app);
   registerKnowledgeBaseRoutes(app);
   return app;

@@ -1,3 +1,4 @@
+import type { PipelineRunObject } from "./durable-objects/pipeline-run-object";
 import type { WorkersAiBinding } from "./providers/workers-ai";
 
 /**
@@ -19,6 +20,12 @@ export interface Env {
 
   /** One ConversationObject per chatbot conversation: its messages, answered in arrival order. */
   CONVERSATIONS: DurableObjectNamespace<import("./durable-objects/conversation-object").ConversationObject>;
+  /** One Durable Object per pipeline run. */
+  PIPELINE_RUNS: DurableObjectNamespace<PipelineRunObject>;
+  /** Runs one organization may have queued or running at once (default 100). */
+  PIPELINE_MAX_CONCURRENT_RUNS?: string;
+  /** Longest a synchronous `POST /v1/pipeline/{id}/run` waits before answering with the run id (default 120). */
+  PIPELINE_SYNC_WAIT_SECONDS?: string;
   /** Workers AI, when the deployment binds it (`[ai] binding = "AI"`); connections of kind workers_ai use it. */
   AI?: WorkersAiBinding;
   /** Login attempts per account (optional: without it, logins are not throttled). */

@@ -11,6 +11,7 @@ import { streamGroundedAnswer, type Passage } from "../../providers/grounded-ans
 import type { ChatModel } from "../../providers/types";
 import { queryKnowledgeBase } from "../knowledge-bases/query.service";
 import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
+import { runPipelineForUser } from "../pipelines/pipeline-runs.service";
 
 export type { MessageSource };
 
@@ -156,17 +157,13 @@ async function transcribeAudio(env: Env, orgId: string, audio: Uint8Array, mimeT
 
 /*
  * Production wiring: models and transcription through the provider layer, knowledge bases through
- * the knowledge-base feature. The pipeline runner is built on another branch; until it is merged
- * here, pipeline chatbots answer a clear 503 naming what is missing, never invented output.
+ * the knowledge-base feature, pipelines through the pipelines feature (run with the chatbot
+ * owner's rights; aborting the answer terminates the run).
  */
-const notInstalled = (what: string): AppError => new AppError("unavailable", `${what} is not installed on this server yet`);
-
 export const productionChatbotServices: ChatbotServicesFactory = (env) => ({
   answer: (input) => answerWithModel(env, input),
   queryKnowledgeBases: (query) => queryKnowledge(env, query),
-  async runPipeline() {
-    throw notInstalled("the pipeline runner");
-  },
+  runPipeline: (input) => runPipelineForUser(env, { orgId: input.orgId, userId: input.userId, pipelineId: input.pipelineId, inputs: input.inputs, signal: input.signal }),
   transcribe: ({ orgId, audio, mimeType }) => transcribeAudio(env, orgId, audio, mimeType),
   fetch: (input, init) => fetch(input, init),
 });

@@ -1,0 +1,41 @@
+import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+export const pipelines = sqliteTable(
+  "pipelines",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    ownerId: text("owner_id").notNull(),
+    name: text("name").notNull(),
+    description: text("description").notNull().default(""),
+    /** JSON array of `{id, type, config}`. */
+    nodes: text("nodes").notNull(),
+    /** JSON array of `{source, target, source_output?, target_input?}`. */
+    edges: text("edges").notNull(),
+    /** JSON object of run limits (`max_steps`, `node_timeout_seconds`). */
+    settings: text("settings").notNull().default("{}"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [uniqueIndex("pipelines_owner_name").on(t.orgId, t.ownerId, t.name), index("pipelines_org").on(t.orgId)],
+);
+
+export const RUN_STATUSES = ["queued", "running", "paused", "completed", "failed", "terminated"] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** The run index: history, tenancy and the per-organization concurrency count. */
+export const pipelineRuns = sqliteTable(
+  "pipeline_runs",
+  {
+    id: text("id").primaryKey(),
+    pipelineId: text("pipeline_id").notNull(),
+    orgId: text("org_id").notNull(),
+    startedBy: text("started_by").notNull(),
+    status: text("status", { enum: RUN_STATUSES }).notNull(),
+    error: text("error"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+    finishedAt: text("finished_at"),
+  },
+  (t) => [index("pipeline_runs_pipeline_time").on(t.pipelineId, t.createdAt), index("pipeline_runs_org_status").on(t.orgId, t.status)],
+);

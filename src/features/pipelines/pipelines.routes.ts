@@ -1,0 +1,94 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { streamSSE } from "hono/streaming";
+import type { AppBindings } from "../../env";
+import { FetchQuery, ListQuery } from "../../lib/ownership";
+import { defineRoute } from "../../lib/route";
+import {
+  PipelineBulkRunBody,
+  PipelineCreateBody,
+  PipelineParams,
+  PipelineResumeBody,
+  PipelineRunBody,
+  PipelineRunIdBody,
+  PipelineRunParams,
+  PipelineRunsQuery,
+} from "./pipelines.schemas";
+import { createPipeline, deletePipeline, fetchPipeline, listPipelines } from "./pipelines.service";
+import { getRunStatus, listRuns, pauseRun, resumeRuns, terminateRun } from "./pipeline-run-control";
+import { bulkRunPipeline, runAnswer, startPipelineRun, streamRun } from "./pipeline-runs.service";
+
+export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
+  const tags = ["Pipelines"];
+  const base = { group: "A" as const, auth: "api_key" as const, tags };
+
+  defineRoute(
+    app,
+    { ...base, method: "post", path: "/v1/pipeline", summary: "Create a pipeline", description: "Rejects cycles, dangling edges, unknown node types, unusable references and template variables that point nowhere, naming the node.", body: PipelineCreateBody, responses: { 403: "Viewers cannot create", 409: "Name taken" } },
+    async (c, { body }) => c.json(await createPipeline(c.env, c.get("auth"), body)),
+  );
+
+  defineRoute(app, { ...base, method: "get", path: "/v1/pipeline", summary: "Fetch a pipeline by id or name", query: FetchQuery, responses: { 404: "No such pipeline" } }, async (c, { query }) =>
+    c.json(await fetchPipeline(c.env, c.get("auth"), query)),
+  );
+
+  defineRoute(app, { ...base, method: "get", path: "/v1/pipelines", summary: "List pipelines", query: ListQuery }, async (c, { query }) =>
+    c.json(await listPipelines(c.env, c.get("auth"), query.include_shared, query.verbose)),
+  );
+
+  defineRoute(app, { ...base, method: "delete", path: "/v1/pipeline/:id", summary: "Delete a pipeline (its runs in progress are terminated)", params: PipelineParams, responses: { 403: "Not yours", 404: "No such pipeline" } }, async (c, { params }) =>
+    c.json(await deletePipeline(c.env, c.get("auth"), params.id)),
+  );
+
+  defineRoute(
+    app,
+    {
+      ...base,
+      method: "post",
+      path: "/v1/pipeline/:id/run",
+      summary: "Run a pipeline",
+      description:
+        "Waits and answers `{status: \"success\", run_id, outputs}`; a run that pauses answers its `run_id` and `state`; `background: true` answers the `run_id` at once; `stream: true` sends server-sent events `{type, run_id, output_name, output_value}`.",
+      params: PipelineParams,
+      body: PipelineRunBody,
+      streams: true,
+      responses: { 404: "No such pipeline", 429: "Too many runs in progress" },
+    },
+    async (c, { params, body }) => {
+      const auth = c.get("auth");
+      if (!body.stream) return c.json(runAnswer(await startPipelineRun(c.env, auth, params.id, body.inputs, { background: body.background })));
+      const started = await startPipelineRun(c.env, auth, params.id, body.inputs, { background: true, startDelayMs: 0 });
+      return streamSSE(c, async (sse) => {
+        for await (const event of streamRun(c.env, started)) await sse.writeSSE({ data: JSON.stringify(event), event: event.type });
+      });
+    },
+  );
+
+  const bulk = (path: string) =>
+    defineRoute(app, { ...base, method: "post", path, summary: "Start several background runs", params: PipelineParams, body: PipelineBulkRunBody, responses: { 404: "No such pipeline", 429: "Too many runs in progress" } }, async (c, { params, body }) =>
+      c.json(await bulkRunPipeline(c.env, c.get("auth"), params.id, body.runs)),
+    );
+  bulk("/v1/pipeline/:id/bulk-run");
+  bulk("/v1/pipeline/:id/bulk_run");
+
+  defineRoute(app, { ...base, method: "get", path: "/v1/pipeline/:id/run/status/:run_id", summary: "A run's status, result, error and node states", params: PipelineRunParams, responses: { 404: "No such run" } }, async (c, { params }) =>
+    c.json(await getRunStatus(c.env, c.get("auth"), params.id, params.run_id)),
+  );
+
+  defineRoute(app, { ...base, method: "get", path: "/v1/pipeline/:id/runs", summary: "Run history, newest first", params: PipelineParams, query: PipelineRunsQuery, responses: { 404: "No such pipeline" } }, async (c, { params, query }) =>
+    c.json(await listRuns(c.env, c.get("auth"), params.id, query.page, query.page_size)),
+  );
+
+  defineRoute(app, { ...base, method: "post", path: "/v1/pipeline/:id/pause", summary: "Pause a queued or running run", params: PipelineParams, body: PipelineRunIdBody, responses: { 404: "No such run", 409: "The run is not running" } }, async (c, { params, body }) =>
+    c.json(await pauseRun(c.env, c.get("auth"), params.id, body.run_id)),
+  );
+
+  defineRoute(
+    app,
+    { ...base, method: "post", path: "/v1/pipeline/:id/resume", summary: "Resume paused runs (all or nothing)", description: "Every run is checked first; if one is unknown or not paused, none is resumed and the error names it.", params: PipelineParams, body: PipelineResumeBody, responses: { 404: "No such run", 409: "A run is not paused" } },
+    async (c, { params, body }) => c.json(await resumeRuns(c.env, c.get("auth"), params.id, body.run_ids)),
+  );
+
+  defineRoute(app, { ...base, method: "post", path: "/v1/pipeline/:id/terminate", summary: "Terminate a queued, running or paused run", params: PipelineParams, body: PipelineRunIdBody, responses: { 404: "No such run", 409: "The run already ended" } }, async (c, { params, body }) =>
+    c.json(await terminateRun(c.env, c.get("auth"), params.id, body.run_id)),
+  );
+}

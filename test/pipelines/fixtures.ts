@@ -1,0 +1,95 @@
+import type { Env } from "../../src/env";
+import { nodeServicesProvider, productionNodeServices, type NodeServices } from "../../src/features/pipelines/pipeline-services";
+import { bearer, call, json } from "../helpers";
+
+export const SMALLEST = {
+  nodes: [
+    { id: "in", type: "input", config: { name: "q", type: "text" } },
+    { id: "greet", type: "text", config: { text: "Hello {{in}}" } },
+    { id: "out", type: "output", config: { name: "answer", value: "{{greet}}" } },
+  ],
+  edges: [
+    { source: "in", target: "greet" },
+    { source: "greet", target: "out" },
+  ],
+};
+
+export const WITH_APPROVAL = {
+  nodes: [
+    { id: "in", type: "input", config: { name: "q", type: "text" } },
+    { id: "gate", type: "approval", config: {} },
+    { id: "greet", type: "text", config: { text: "Hello {{in}}" } },
+    { id: "out", type: "output", config: { name: "answer", value: "{{greet}}" } },
+  ],
+  edges: [
+    { source: "in", target: "gate" },
+    { source: "gate", target: "greet" },
+    { source: "greet", target: "out" },
+  ],
+};
+
+let n = 0;
+export const uniqueName = (prefix = "p"): string => `${prefix}-${Date.now().toString(36)}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
+
+export type Body = Record<string, unknown>;
+
+export async function send(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> {
+  const init: RequestInit = body === undefined ? { method, headers: bearer(key) } : { ...json(body, bearer(key)), method };
+  const response = await call(path, init);
+  const text = await response.text();
+  return { status: response.status, body: text ? (JSON.parse(text) as Body) : {} };
+}
+
+export async function createPipeline(key: string, definition: Body, name = uniqueName()): Promise<string> {
+  const created = await send(key, "POST", "/v1/pipeline", { name, description: "test", ...definition });
+  if (created.status !== 200) throw new Error(`create failed: ${created.status} ${JSON.stringify(created.body)}`);
+  return String(created.body.id);
+}
+
+/** Polls the status route until the run leaves in_progress (or the attempts run out). */
+export async function waitForRun(key: string, pipelineId: string, runId: string, until: (status: string) => boolean = (s) => s !== "in_progress"): Promise<Body> {
+  for (let i = 0; i < 600; i++) {
+    const status = await send(key, "GET", `/v1/pipeline/${pipelineId}/run/status/${runId}`);
+    if (until(String(status.body.status))) return status.body;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`run ${runId} did not settle`);
+}
+
+
+/** In-test services for the nodes whose real implementations live in other features. */
+export function fakeServices(env: Env, overrides: Partial<NodeServices> = {}): NodeServices {
+  const production = productionNodeServices(env);
+  return {
+    async chat(_auth, request) {
+      const last = request.messages[request.messages.length - 1];
+      const system = request.messages.find((m) => m.role === "system");
+      return { text: `${system ? `[${system.content}] ` : ""}echo: ${last.content}`, model: request.model ?? "fake/echo" };
+    },
+    async queryKnowledgeBase(_auth, knowledgeBaseId, query) {
+      return { text: `[1] about ${query}`, results: [{ id: "c1", document_id: "d1", score: 1, text: `about ${query}`, metadata: { kb: knowledgeBaseId } }] };
+    },
+    async runTransformation(_auth, _id, inputs) {
+      return { sum: Number(inputs.a) + Number(inputs.b) };
+    },
+    async checkKnowledgeBase() {
+      return null;
+    },
+    async checkTransformation() {
+      return null;
+    },
+    runPipeline: production.runPipeline,
+    ...overrides,
+  };
+}
+
+/** Makes new run objects (and definition checks) use these services until the returned function is called. */
+export function useServices(make: (env: Env) => NodeServices): () => void {
+  const previous = nodeServicesProvider.create;
+  nodeServicesProvider.create = make;
+  return () => {
+    nodeServicesProvider.create = previous;
+  };
+}
+
+
