@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
 import { createKb } from "../knowledge-bases/kb-fixtures";
+import { WITH_APPROVAL, createPipeline } from "../pipelines/fixtures";
 import { body, chatbotApp, createChatbot, deployPublic, run, sseEvents } from "./harness";
 
 describe("chatbots: creation and lookup errors", () => {
@@ -15,6 +16,7 @@ describe("chatbots: creation and lookup errors", () => {
     expect(await create({ description: "x", system_prompt: "p" })).toMatchObject({ status: 400, body: { status: "failed", error: expect.stringContaining("name") } });
     expect(await create({ name: "a", description: "x" })).toEqual({ status: 400, body: { status: "failed", error: "give either pipeline.id, or knowledge_base_ids, a system_prompt and optionally a model" } });
     expect(await create({ name: "a", pipeline: { id: "a".repeat(24) }, system_prompt: "p" })).toEqual({ status: 400, body: { status: "failed", error: "a chatbot answers through either a pipeline or knowledge bases and a model, not both" } });
+    expect(await create({ name: "a", pipeline: { id: "0123456789abcdef01234567" } })).toEqual({ status: 400, body: { status: "failed", error: "pipeline: no pipeline 0123456789abcdef01234567 in this organization" } });
     expect(await create({ name: "a", system_prompt: "p", model: "missing/gpt" })).toEqual({ status: 400, body: { status: "failed", error: "model: no connection named 'missing' in this organization" } });
     expect(await create({ name: "a", system_prompt: "p", model: "no-slash" })).toEqual({ status: 400, body: { status: "failed", error: "model: must be <connection>/<model>" } });
     expect(await create({ name: "a", system_prompt: "p", follow_up_questions: 9 })).toMatchObject({ status: 400, body: { error: expect.stringContaining("follow_up_questions") } });
@@ -61,16 +63,21 @@ describe("chatbots: run errors", () => {
     expect(await body(await app.request(`/chatbots/conversations`, { headers: bearer(org.owner.token) }))).toEqual({ status: "success", conversations: [] });
   });
 
-  it("without a speech-to-text connection, audio is a 400 saying so; a pipeline chatbot says the runner is missing", async () => {
+  it("without a speech-to-text connection, audio is a 400 saying so", async () => {
     const org = await seedOrg();
     const created = await body(await call("/v1/chatbot", json({ name: "prod", system_prompt: "p" }, bearer(org.owner.apiKey))));
     const audio = await call(`/v1/chatbot/${String(created.id)}/run`, json({ audio: btoa("hello") }, bearer(org.owner.apiKey)));
     expect(audio.status).toBe(400);
     expect(await body(audio)).toEqual({ status: "failed", error: "this chatbot needs a speech-to-text connection: add a connection with a transcription model, or send text" });
-    const piped = await body(await call("/v1/chatbot", json({ name: "piped", pipeline: { id: "a".repeat(24) } }, bearer(org.owner.apiKey))));
-    const ran = await call(`/v1/chatbot/${String(piped.id)}/run`, json({ text: "hello" }, bearer(org.owner.apiKey)));
-    expect(ran.status).toBe(503);
-    expect(await body(ran)).toEqual({ status: "failed", error: "the pipeline runner is not installed on this server yet" });
+  });
+
+  it("a pipeline run that does not complete is a clear failure, stored with the message", async () => {
+    const org = await seedOrg();
+    const pipelineId = await createPipeline(org.owner.apiKey, WITH_APPROVAL);
+    const created = await body(await call("/v1/chatbot", json({ name: "gated", pipeline: { id: pipelineId, input: "q", output: "answer" } }, bearer(org.owner.apiKey))));
+    const ran = await call(`/v1/chatbot/${String(created.id)}/run`, json({ text: "hello" }, bearer(org.owner.apiKey)));
+    expect(ran.status).toBe(409);
+    expect(String((await body(ran)).error)).toMatch(/^pipeline run [0-9a-f]{24} paused \(it has an approval node\)$/);
   });
 
   it("a model that names another organization's or a missing connection fails clearly", async () => {

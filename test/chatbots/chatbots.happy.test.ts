@@ -3,6 +3,7 @@ import { bearer, call, form, json, seedOrg } from "../helpers";
 import { TELEPHONY_TOKEN, WORKSPACE_BOT_TOKEN, WORKSPACE_SIGNING, signTelephony, signWorkspace } from "./webhook-signing";
 import { conversationNameFrom, countTokens, cutHistory } from "../../src/features/chatbots/history-budget";
 import { createKb, indexText } from "../knowledge-bases/kb-fixtures";
+import { SMALLEST, createPipeline } from "../pipelines/fixtures";
 import { env } from "cloudflare:test";
 import { productionChatbotServices } from "../../src/features/chatbots/chatbot-services";
 import { KB_SOURCE, body, chatbotApp, createChatbot, deployPublic, run, sseEvents } from "./harness";
@@ -34,8 +35,9 @@ describe("chatbots: records", () => {
     const app = chatbotApp();
     const org = await seedOrg();
     const member = await org.addMember("member");
-    const created = await body(await app.request("/chatbots/create", form({ name: "support", description: "answers", pipeline: JSON.stringify({ id: "a".repeat(24), input: "question", output: "answer" }) }, bearer(member.token))));
-    expect(created).toMatchObject({ status: "success", chatbot: { name: "support", pipeline: { id: "a".repeat(24), input: "question", output: "answer" } } });
+    const pipelineId = await createPipeline(member.apiKey, SMALLEST);
+    const created = await body(await app.request("/chatbots/create", form({ name: "support", description: "answers", pipeline: JSON.stringify({ id: pipelineId, input: "q", output: "answer" }) }, bearer(member.token))));
+    expect(created).toMatchObject({ status: "success", chatbot: { name: "support", pipeline: { id: pipelineId, input: "q", output: "answer" } } });
     const id = String(created.id);
     expect(await body(await app.request(`/chatbots/${id}`, { headers: bearer(org.owner.token) }))).toMatchObject({ object: { _id: id } });
     expect(await body(await app.request(`/chatbots`, { headers: bearer(org.owner.token) }))).toMatchObject({ object_ids: [] });
@@ -133,9 +135,22 @@ describe("chatbots: running", () => {
   it("answers through a pipeline when the chatbot has one", async () => {
     const app = chatbotApp();
     const org = await seedOrg();
-    const id = await createChatbot(app, org.owner.apiKey, { system_prompt: undefined, pipeline: { id: "b".repeat(24), output: "answer" } });
+    const pipelineId = await createPipeline(org.owner.apiKey, SMALLEST);
+    const id = await createChatbot(app, org.owner.apiKey, { system_prompt: undefined, pipeline: { id: pipelineId, output: "answer" } });
     const answered = await run(app, org.owner.apiKey, id, { text: "ping" });
-    expect(answered.body).toMatchObject({ status: "success", output_message: "pipeline says ping", answered_by: `pipeline/${"b".repeat(24)}` });
+    expect(answered.body).toMatchObject({ status: "success", output_message: "pipeline says ping", answered_by: `pipeline/${pipelineId}` });
+  });
+
+  it("runs a real pipeline per message through the real Worker, for a visitor too (owner's rights)", async () => {
+    const org = await seedOrg();
+    const pipelineId = await createPipeline(org.owner.apiKey, SMALLEST);
+    const created = await body(await call("/v1/chatbot", json({ name: "greeter", description: "greets", pipeline: { id: pipelineId, input: "q", output: "answer" } }, bearer(org.owner.apiKey))));
+    const id = String(created.id);
+    const answered = await body(await call(`/v1/chatbot/${id}/run`, json({ text: "world" }, bearer(org.owner.apiKey))));
+    expect(answered).toMatchObject({ status: "success", output_message: "Hello world", answered_by: `pipeline/${pipelineId}` });
+    await call("/chatbots/deploy", form({ chatbot_id: id }, bearer(org.owner.token)));
+    const visitor = await body(await call(`/chatbots/deployed/${id}/run`, json({ text: "visitor" })));
+    expect(visitor).toMatchObject({ status: "success", output_message: "Hello visitor" });
   });
 
   it("answers from knowledge bases with their sources", async () => {

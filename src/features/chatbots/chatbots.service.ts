@@ -4,6 +4,7 @@ import { database, writeUnique } from "../../db/client";
 import { chatbots, chatbotConversations } from "../../db/schema/chatbots";
 import { connections, users } from "../../db/schema/identity";
 import { knowledgeBases } from "../../db/schema/knowledge-bases";
+import { pipelines } from "../../db/schema/pipelines";
 import { AppError, badRequest } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { assertCanCreate, assertVisible, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
@@ -130,6 +131,11 @@ async function assertKnowledgeBase(env: Env, auth: AuthContext, kbId: string): P
   if (!found[0]) throw badRequest(`knowledge_base_ids: no knowledge base ${kbId} in this organization`);
 }
 
+async function assertPipeline(env: Env, auth: AuthContext, pipelineId: string): Promise<void> {
+  const found = await database(env).select({ id: pipelines.id }).from(pipelines).where(and(eq(pipelines.id, pipelineId), eq(pipelines.orgId, auth.orgId))).limit(1);
+  if (!found[0]) throw badRequest(`pipeline: no pipeline ${pipelineId} in this organization`);
+}
+
 export async function createChatbot(env: Env, auth: AuthContext, input: ChatbotCreateInput): Promise<ChatbotRow> {
   assertCanCreate(auth);
   const pipelineId = input.pipeline?.id ?? input.pipeline_id ?? null;
@@ -140,6 +146,7 @@ export async function createChatbot(env: Env, auth: AuthContext, input: ChatbotC
   }
   if (input.model) await assertModelConnection(env, auth, input.model);
   for (const kbId of new Set(input.knowledge_base_ids ?? [])) await assertKnowledgeBase(env, auth, kbId);
+  if (pipelineId) await assertPipeline(env, auth, pipelineId);
   const now = new Date().toISOString();
   const row: ChatbotRow = {
     id: newId(),
