@@ -88,7 +88,8 @@ export function sourcesInPrompt(messages: ChatMessage[]): string[] {
     const block = content.slice(open + SOURCES_OPEN.length, close);
     const out: string[] = [];
     for (const line of block.split("\n")) {
-      const match = /^\[(\d+)\]\s?(.*)$/.exec(line);
+      // `[n] (title) text`: the title is a label, not something to quote.
+      const match = /^\[(\d+)\]\s?(?:\([^()\n]{0,200}\)\s)?(.*)$/.exec(line);
       if (match) out[Number(match[1]) - 1] = match[2] ?? "";
     }
     return Array.from(out, (text) => text ?? "");

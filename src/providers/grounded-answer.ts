@@ -52,7 +52,8 @@ const GROUNDING_RULES =
 /** Sources as the prompt carries them: `[n] (title) text`, one line each, between tags. */
 export function formatSources(passages: Passage[]): string {
   const lines = passages.map((p, i) => {
-    const text = p.text.replace(/\s+/g, " ").trim().slice(0, MAX_SOURCE_CHARS);
+    // A Markdown heading becomes a sentence of its own, so collapsing lines never glues it to the text below.
+    const text = p.text.replace(/^#{1,6}\s+(.*?)\s*#*\s*$/gm, (_, heading: string) => (/[.!?:]$/.test(heading) ? heading : `${heading}.`)).replace(/\s+/g, " ").trim().slice(0, MAX_SOURCE_CHARS);
     return `[${i + 1}] ${p.title ? `(${p.title.replace(/\s+/g, " ").slice(0, 200)}) ` : ""}${text}`;
   });
   return `${SOURCES_OPEN}\n${lines.join("\n")}\n${SOURCES_CLOSE}`;

@@ -79,3 +79,13 @@ describe("offline: text and streams", () => {
     ]);
   });
 });
+
+describe("offline: extractive answers quote text, not labels", () => {
+  it("never quotes a source's title or a Markdown heading as part of the answer", async () => {
+    const passages = [{ title: "aero.md", text: "# Engines\n\nJet engines compress air, burn fuel and expel exhaust to produce thrust." }];
+    const answer = await groundedAnswer({ model: new ExtractiveAnswerer(), question: "What do jet engines do?", passages });
+    expect(answer.text).toContain("Jet engines compress air, burn fuel and expel exhaust to produce thrust [1].");
+    expect(answer.text).not.toContain("aero.md");
+    expect(answer.text).not.toContain("#");
+  });
+});
