@@ -14,6 +14,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseStaticTable, StaticEmbeddingModel } from "../src/providers/static-embedder-core.ts";
+import { loadCranfield, ndcgAt, recallAt } from "./cranfield.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const args = new Map(
@@ -27,43 +28,8 @@ const dataDir = args.get("data") ?? join(root, "../shared/data/cranfield");
 const sifA = args.has("sif") ? Number(args.get("sif")) : undefined;
 const piecePenalty = args.has("penalty") ? Number(args.get("penalty")) : undefined;
 
-/** Splits a SMART-format file (".I n" records with ".X" fields) into records of fields. */
-function parseSmart(text) {
-  const records = [];
-  let current = null;
-  let field = null;
-  for (const line of text.split("\n")) {
-    const marker = /^\.([A-Z])(?:\s+(\S+))?\s*$/.exec(line);
-    if (marker && marker[1] === "I") {
-      current = { id: marker[2], fields: {} };
-      records.push(current);
-      field = null;
-    } else if (marker && current) {
-      field = marker[1];
-      current.fields[field] = "";
-    } else if (current && field) {
-      current.fields[field] += `${line}\n`;
-    }
-  }
-  return records;
-}
-
-const docs = parseSmart(readFileSync(join(dataDir, "cran.all.1400"), "utf8")).map((r) => ({
-  id: Number(r.id),
-  text: `${r.fields.T ?? ""}\n${r.fields.W ?? ""}`.trim(),
-}));
-const queries = parseSmart(readFileSync(join(dataDir, "cran.qry"), "utf8")).map((r, index) => ({
-  number: index + 1,
-  text: (r.fields.W ?? "").trim(),
-}));
-const qrels = new Map();
-for (const line of readFileSync(join(dataDir, "cranqrel"), "utf8").split("\n")) {
-  const [q, d, code] = line.trim().split(/\s+/).map(Number);
-  if (!q || !d) continue;
-  const gain = code >= 1 && code <= 4 ? 5 - code : 0;
-  if (!qrels.has(q)) qrels.set(q, new Map());
-  qrels.get(q).set(d, gain);
-}
+const { docs: collection, queries, qrels } = loadCranfield(dataDir);
+const docs = collection.map((doc) => ({ id: doc.id, text: `${doc.title}\n${doc.body}`.trim() }));
 
 const started = Date.now();
 const model = new StaticEmbeddingModel(parseStaticTable(readFileSync(tablePath)), { sifA, piecePenalty });
@@ -78,8 +44,7 @@ let judged = 0;
 for (const query of queries) {
   const judgements = qrels.get(query.number);
   if (!judgements) continue;
-  const relevant = [...judgements.values()].filter((g) => g > 0).length;
-  if (relevant === 0) continue;
+  if (![...judgements.values()].some((g) => g > 0)) continue;
   judged++;
   const q = model.embed(query.text);
   const scored = docVectors.map((v, i) => {
@@ -87,16 +52,10 @@ for (const query of queries) {
     for (let d = 0; d < D; d++) s += v[d] * q[d];
     return { id: docs[i].id, s };
   });
-  scored.sort((x, y) => y.s - x.s || x.id - y.id);
-  let dcg = 0;
-  for (let r = 0; r < 10; r++) dcg += (judgements.get(scored[r].id) ?? 0) / Math.log2(r + 2);
-  const ideal = [...judgements.values()].sort((x, y) => y - x);
-  let idcg = 0;
-  for (let r = 0; r < Math.min(10, ideal.length); r++) idcg += ideal[r] / Math.log2(r + 2);
-  ndcgSum += idcg > 0 ? dcg / idcg : 0;
-  let found = 0;
-  for (let r = 0; r < 100; r++) if ((judgements.get(scored[r].id) ?? 0) > 0) found++;
-  recallSum += found / relevant;
+  scored.sort((x, y) => y.s - x.s || Number(x.id) - Number(y.id));
+  const ranked = scored.map((x) => x.id);
+  ndcgSum += ndcgAt(ranked, judgements, 10);
+  recallSum += recallAt(ranked, judgements, 100);
 }
 
 console.log(`table: ${tablePath.replace(root, "")} (${D} dims${sifA === undefined ? "" : `, sif=${sifA}`})`);

@@ -14,9 +14,9 @@
 // print how to reuse it), --kb=ID --key=KEY (query an already indexed one; ids map by cran_id),
 // --no-prf (skip the pseudo-relevance-feedback rows: `expand_query` in keyword and hybrid mode,
 // which need no model connection).
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { loadCranfield, ndcgAt, recallAt } from "./cranfield.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"));
@@ -34,27 +34,6 @@ const dataDir = args.get("data") ?? join(root, "../shared/data/cranfield");
 const concurrency = Number(args.get("concurrency") ?? 4);
 const chunkSize = Number(args.get("chunk-size") ?? 400);
 const hybridConfig = args.has("hybrid") ? { fusion_method: args.get("hybrid"), ...(args.has("alpha") ? { alpha: Number(args.get("alpha")) } : {}) } : undefined;
-
-/** Splits a SMART-format file (".I n" records with ".X" fields) into records of fields. */
-function parseSmart(text) {
-  const records = [];
-  let current = null;
-  let field = null;
-  for (const line of text.split("\n")) {
-    const marker = /^\.([A-Z])(?:\s+(\S+))?\s*$/.exec(line);
-    if (marker && marker[1] === "I") {
-      current = { id: marker[2], fields: {} };
-      records.push(current);
-      field = null;
-    } else if (marker && current) {
-      field = marker[1];
-      current.fields[field] = "";
-    } else if (current && field) {
-      current.fields[field] += `${line}\n`;
-    }
-  }
-  return records;
-}
 
 async function api(path, { method = "GET", body, token, form } = {}) {
   const headers = {};
@@ -84,33 +63,8 @@ async function pool(items, size, work) {
   await Promise.all(runners);
 }
 
-function ndcgAt(ranked, gains, k) {
-  let dcg = 0;
-  ranked.slice(0, k).forEach((doc, i) => (dcg += (gains.get(doc) ?? 0) / Math.log2(i + 2)));
-  const ideal = [...gains.values()].sort((a, b) => b - a).slice(0, k);
-  let idcg = 0;
-  ideal.forEach((g, i) => (idcg += g / Math.log2(i + 2)));
-  return idcg > 0 ? dcg / idcg : 0;
-}
-
-function recallAt(ranked, gains, k) {
-  const relevant = [...gains].filter(([, g]) => g > 0).map(([d]) => d);
-  if (relevant.length === 0) return 0;
-  const top = new Set(ranked.slice(0, k));
-  return relevant.filter((d) => top.has(d)).length / relevant.length;
-}
-
 async function main() {
-  const docs = parseSmart(readFileSync(join(dataDir, "cran.all.1400"), "utf8"));
-  const queries = parseSmart(readFileSync(join(dataDir, "cran.qry"), "utf8")).map((q, i) => ({ number: i + 1, text: (q.fields.W ?? "").replace(/\s+/g, " ").trim() }));
-  const qrels = new Map();
-  for (const line of readFileSync(join(dataDir, "cranqrel"), "utf8").split("\n")) {
-    const [q, d, code] = line.trim().split(/\s+/).map(Number);
-    if (!q || !d) continue;
-    const gain = code >= 1 && code <= 4 ? 5 - code : 0;
-    if (!qrels.has(q)) qrels.set(q, new Map());
-    qrels.get(q).set(String(d), gain);
-  }
+  const { docs, queries, qrels } = loadCranfield(dataDir);
 
   const reuse = args.has("kb") && args.has("key");
   const user = `eval${Date.now().toString(36)}`;
@@ -125,8 +79,7 @@ async function main() {
   const started = Date.now();
   const docByLoomId = new Map();
   await pool(reuse ? [] : docs, concurrency, async (doc) => {
-    const title = (doc.fields.T ?? "").replace(/\s+/g, " ").trim();
-    const text = `${title}\n\n${(doc.fields.W ?? "").trim()}`;
+    const text = `${doc.title}\n\n${doc.body}`;
     const result = await api(`/v1/knowledge-base/${kb}/index`, {
       method: "POST",
       token: key,
