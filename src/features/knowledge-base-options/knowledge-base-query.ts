@@ -11,7 +11,7 @@ import { indexStub } from "../knowledge-bases/durable-object-vector-index";
 import type { QueryInput } from "../knowledge-bases/knowledge-bases.schemas";
 import { visibleKnowledgeBase } from "../knowledge-bases/knowledge-bases.service";
 import { FilterParseError, parseQdrantFilter } from "../knowledge-bases/metadata-filter";
-import { planQuery, queryKnowledgeBase, type QueryHooks, type QueryPlan, type QueryResult } from "../knowledge-bases/query.service";
+import { planQuery, queryVisibleKnowledgeBase, type QueryHooks, type QueryPlan, type QueryResult } from "../knowledge-bases/query.service";
 import { advancedAnswer, type QaAnswer } from "./advanced-qa";
 import { d1SummaryCache, summarizeDocuments } from "./doc-summaries";
 import { proposeMetadataFilter, type MetadataKey } from "./metadata-filter-proposal";
@@ -154,7 +154,7 @@ export async function queryWithModelOptions(env: Env, auth: AuthContext, kbId: s
       return summarizeDocuments(chat, auth.orgId, sources, d1SummaryCache(env), usage);
     },
   };
-  const result = await queryKnowledgeBase(env, auth, kbId, prepared(queries), hooks);
+  const result = await queryVisibleKnowledgeBase(env, kb, prepared(queries), hooks);
   return {
     ...result,
     usage: usage.report(),

@@ -271,6 +271,10 @@ export async function executePlan(env: Env, plan: QueryPlan, hooks: QueryHooks):
 export const NO_HOOKS: QueryHooks = {};
 
 export async function queryKnowledgeBase(env: Env, auth: AuthContext, kbId: string, input: QueryInput, hooks: QueryHooks = NO_HOOKS): Promise<QueryResult> {
-  const kb = await visibleKnowledgeBase(env, auth, kbId);
+  return queryVisibleKnowledgeBase(env, await visibleKnowledgeBase(env, auth, kbId), input, hooks);
+}
+
+/** The same, for a caller that has already checked the knowledge base is visible (one D1 read saved per query). */
+export function queryVisibleKnowledgeBase(env: Env, kb: KnowledgeBaseRow, input: QueryInput, hooks: QueryHooks = NO_HOOKS): Promise<QueryResult> {
   return executePlan(env, planQuery(kb, input, hooks), hooks);
 }
