@@ -79,3 +79,17 @@ export async function resolveFetchTarget(env: Env, auth: AuthContext, query: Fet
 export function listEnvelope<T extends { _id: string }>(records: T[], verbose: boolean) {
   return { status: "success" as const, object_ids: records.map((r) => r._id), objects: verbose ? records : [] };
 }
+
+/** What every owned record's row holds in common. */
+export interface OwnedRow extends OwnedRecord {
+  id: string;
+  name: string;
+  description: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The fields every owned record shows, named as CONTRACT.md names them; each kind adds its own. */
+export function ownedRecordFields(row: OwnedRow) {
+  return { _id: row.id, name: row.name, description: row.description, ownerId: row.ownerId, orgId: row.orgId, createdAt: row.createdAt, updatedAt: row.updatedAt };
+}

@@ -1,26 +1,21 @@
 import type { agents } from "../../db/schema/agents";
+import { ownedRecordFields } from "../../lib/ownership";
 
 export type AgentRow = typeof agents.$inferSelect;
 
 /** AgentDescription: an agent as its owner and the users it is shared with see it. */
 export function agentDescription(row: AgentRow, extra: { favorite?: boolean; sharedWithMe?: boolean } = {}) {
   return {
-    _id: row.id,
-    name: row.name,
-    description: row.description,
+    ...ownedRecordFields(row),
     pipelineId: row.pipelineId,
     config: JSON.parse(row.config) as Record<string, unknown>,
     tags: JSON.parse(row.tags) as string[],
-    ownerId: row.ownerId,
-    orgId: row.orgId,
     sourceAgentId: row.sourceAgentId,
     published: row.published,
     publishedAt: row.publishedAt,
     category: row.category,
     favorite: extra.favorite ?? false,
     sharedWithMe: extra.sharedWithMe ?? false,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
   };
 }
 

@@ -151,7 +151,7 @@ export const AccessBody = z
     chatbot_id: zId(),
     mode: z.enum(["public", "password", "members"]).optional().openapi({ description: "public: anyone; password: visitors give a password; members: signed-in members of the organization." }),
     password: zString(8, 200).optional().openapi({ description: "Write-only; stored as a hash." }),
-    allowed_origins: zArray(Origin, 50).optional().openapi({ description: "Sites that may embed the chatbot; empty: any." }),
+    allowed_origins: zArray(Origin, 50).optional().openapi({ description: "Sites that may embed the chatbot; empty: every site." }),
     rate_limit_per_minute: zInt(1, 1000).optional().openapi({ description: "Messages per visitor per minute (default 20)." }),
   })
   .openapi("Body_update_access");

@@ -7,7 +7,7 @@ import { knowledgeBases } from "../../db/schema/knowledge-bases";
 import { pipelines } from "../../db/schema/pipelines";
 import { AppError, badRequest } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { assertCanCreate, assertVisible, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
+import { assertCanCreate, assertVisible, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
 import { hasRole } from "../../middleware/auth";
 import { auditInsert } from "../audit/audit.service";
 import type { ChatbotCreateInput } from "./chatbots.schemas";
@@ -76,13 +76,7 @@ export function chatbotRecord(row: ChatbotRow) {
   const telephony = parseObject<TelephonySettings>(row.telephony);
   const workspace = parseObject<ChatWorkspaceSettings>(row.chatworkspace);
   return {
-    _id: row.id,
-    name: row.name,
-    description: row.description,
-    ownerId: row.ownerId,
-    orgId: row.orgId,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
+    ...ownedRecordFields(row),
     pipeline: row.pipelineId ? { id: row.pipelineId, input: row.pipelineInput, output: row.pipelineOutput } : null,
     knowledgeBaseIds: knowledgeBaseIdsOf(row),
     queryOptions: parseObject<Record<string, unknown>>(row.queryOptions),

@@ -4,7 +4,7 @@ import { database } from "../../db/client";
 import { kbDocuments, knowledgeBases, type KbDocumentRow, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { conflict, badRequest, notFound } from "../../lib/errors";
 import { newId, isId } from "../../lib/ids";
-import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
+import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
 import { auditInsert } from "../audit/audit.service";
 import { DEFAULT_EMBEDDING_MODEL, resolveEmbedder } from "./embedders";
 import { indexStub, DurableObjectVectorIndex } from "./durable-object-vector-index";
@@ -13,11 +13,7 @@ import type { KnowledgeBaseCreateInput } from "./knowledge-bases.schemas";
 
 export function knowledgeBaseRecord(row: KnowledgeBaseRow) {
   return {
-    _id: row.id,
-    name: row.name,
-    description: row.description,
-    ownerId: row.ownerId,
-    orgId: row.orgId,
+    ...ownedRecordFields(row),
     chunkSize: row.chunkSize,
     chunkOverlap: row.chunkOverlap,
     fileProcessingImplementation: row.fileProcessingImplementation,
@@ -25,8 +21,6 @@ export function knowledgeBaseRecord(row: KnowledgeBaseRow) {
     isHybrid: row.isHybrid,
     embeddingModel: row.embeddingModel,
     embeddingDimensions: row.embeddingDimensions,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
   };
 }
 

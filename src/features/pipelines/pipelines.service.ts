@@ -5,7 +5,7 @@ import { connections } from "../../db/schema/identity";
 import { pipelines } from "../../db/schema/pipelines";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { assertCanCreate, assertVisible, assertWritable, listEnvelope, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
+import { assertCanCreate, assertVisible, assertWritable, listEnvelope, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
 import { validateGraph, type PipelineGraph } from "./pipeline-graph";
 import { nodeServicesProvider, parseKnowledgeBaseQuery, type NodeServices } from "./pipeline-services";
 import { deleteRunIndex, terminateActiveRuns } from "./pipeline-run-control";
@@ -36,16 +36,10 @@ export interface PipelineRecord {
 
 function toRecord(row: PipelineRow): PipelineRecord {
   return {
-    _id: row.id,
-    name: row.name,
-    description: row.description,
+    ...ownedRecordFields(row),
     nodes: JSON.parse(row.nodes) as PipelineNode[],
     edges: JSON.parse(row.edges) as PipelineEdge[],
     settings: { max_steps: DEFAULT_MAX_STEPS, node_timeout_seconds: DEFAULT_NODE_TIMEOUT_SECONDS, ...(JSON.parse(row.settings) as Partial<PipelineSettings>) },
-    ownerId: row.ownerId,
-    orgId: row.orgId,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
   };
 }
 

@@ -4,7 +4,7 @@ import { database } from "../../db/client";
 import { transformations, type TransformationRow } from "../../db/schema/transformations";
 import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
+import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
 import { runSandboxed, sandboxLimits } from "../../sandbox/sandbox";
 import type { SandboxOutcome } from "../../sandbox/sandbox.types";
 import { compileIoSchema, validateAgainst, type IoSchema } from "./io-schema";
@@ -30,18 +30,12 @@ export interface TransformationRecord {
 
 function toRecord(row: TransformationRow): TransformationRecord {
   return {
-    _id: row.id,
-    name: row.name,
-    description: row.description,
+    ...ownedRecordFields(row),
     function_name: row.functionName,
     function: row.source,
     inputs: JSON.parse(row.inputSchema) as IoSchema,
     outputs: JSON.parse(row.outputSchema) as IoSchema,
     language: row.language,
-    ownerId: row.ownerId,
-    orgId: row.orgId,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
   };
 }
 
