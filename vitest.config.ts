@@ -1,27 +1,47 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { buildSync } from "esbuild";
 import { defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
 
 const migrations = await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url)));
 
+const bindings = {
+  TEST_MIGRATIONS: migrations,
+  // Test-only secrets; real deployments set their own with `wrangler secret put`.
+  JWT_SECRET: "test-jwt-secret-0123456789abcdef",
+  ENCRYPTION_KEY: "test-encryption-key-0123456789abcdef",
+};
+
+/** The fake Vectorize binding, bundled into a Worker the `vectorize` project binds as VECTORIZE. */
+function fakeVectorizeWorker(): string {
+  const built = buildSync({ entryPoints: [fileURLToPath(new URL("./test/knowledge-bases/fake-vectorize-worker.ts", import.meta.url))], bundle: true, format: "esm", platform: "neutral", external: ["cloudflare:*"], write: false, logLevel: "warning" });
+  return built.outputFiles[0].text;
+}
+
+const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000 };
+
 export default defineConfig({
-  plugins: [
-    cloudflareTest({
-      wrangler: { configPath: "./wrangler.toml" },
-      miniflare: {
-        bindings: {
-          TEST_MIGRATIONS: migrations,
-          // Test-only secrets; real deployments set their own with `wrangler secret put`.
-          JWT_SECRET: "test-jwt-secret-0123456789abcdef",
-          ENCRYPTION_KEY: "test-encryption-key-0123456789abcdef",
-        },
-      },
-    }),
-  ],
   test: {
-    include: ["test/**/*.test.ts"],
-    setupFiles: ["./test/setup.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    projects: [
+      {
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings } })],
+        test: { name: "loom", include: ["test/**/*.test.ts"], ...common },
+      },
+      {
+        // The knowledge-base suites again, with vectors in a Vectorize index (KB_VECTOR_BACKEND =
+        // "vectorize") instead of Loom's own: the production option, end to end through the Worker.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: { ...bindings, KB_VECTOR_BACKEND: "vectorize" },
+              serviceBindings: { VECTORIZE: { name: "fake-vectorize", entrypoint: "FakeVectorizeBinding" } },
+              workers: [{ name: "fake-vectorize", modules: true, script: fakeVectorizeWorker(), compatibilityDate: "2026-11-01" }],
+            },
+          }),
+        ],
+        test: { name: "vectorize", include: ["test/knowledge-bases/knowledge-bases.*.test.ts"], ...common },
+      },
+    ],
   },
 });

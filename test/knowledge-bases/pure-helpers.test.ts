@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { chunkText, countTokens } from "../../src/features/knowledge-bases/chunker";
-import { nearest, signBits, EXACT_SCAN_LIMIT } from "../../src/features/knowledge-bases/vector-kernels";
-import { quantize } from "../../src/features/knowledge-bases/vector-index";
+import { VectorArena } from "../../src/features/knowledge-bases/vector-arena";
 import { maxFusion, reciprocalRankFusion, weightedFusion } from "../../src/features/knowledge-bases/hybrid-search";
 import { matchExpression, queryTerms, selectTerms } from "../../src/features/knowledge-bases/keyword-query";
 
@@ -42,32 +41,38 @@ describe("chunker", () => {
   });
 });
 
-describe("vector kernels", () => {
-  it("the sign-bit pre-ranking finds the exact nearest neighbours of a large set", () => {
-    const dims = 64;
-    const count = EXACT_SCAN_LIMIT * 3;
-    const data = new Int8Array(count * dims);
-    const scales = new Float32Array(count);
-    let seed = 7;
-    const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) - 0.5;
-    const vec = new Float32Array(dims);
-    for (let i = 0; i < count; i++) {
-      let norm = 0;
-      for (let j = 0; j < dims; j++) norm += (vec[j] = rand()) ** 2;
-      for (let j = 0; j < dims; j++) vec[j] /= Math.sqrt(norm);
-      scales[i] = quantize(vec, data, i * dims);
-    }
-    let bits: Uint32Array | undefined;
-    const set = { count, dims, data, scales, bits: () => (bits ??= signBits(data, count, dims)) };
-    // Queries near stored vectors: the stored vector itself must come first.
-    for (const target of [3, 5000, count - 1]) {
-      const q = new Float32Array(dims);
-      for (let j = 0; j < dims; j++) q[j] = data[target * dims + j] * scales[target] + rand() * 0.05;
-      const exact = nearest(set, q, 10, true).map((r) => r.item);
-      const fast = nearest(set, q, 10).map((r) => r.item);
-      expect(fast[0]).toBe(target);
-      expect(fast.filter((x) => exact.includes(x)).length).toBeGreaterThanOrEqual(8);
-    }
+describe("vector arena (SIMD int8 scan)", () => {
+  let seed = 7;
+  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) - 0.5;
+  const randomRow = (dims: number) => Int8Array.from({ length: dims }, () => Math.round(rand() * 254));
+
+  for (const dims of [256, 300, 3]) {
+    it(`gives the exact int32 dot product of every row (${dims} dimensions), across growth`, () => {
+      const arena = new VectorArena(dims);
+      const rows: Int8Array[] = [];
+      for (let i = 0; i < 3000; i++) {
+        // Grows several times on the way: rows written before a growth must survive it.
+        arena.reserve(i + 1);
+        rows.push(randomRow(dims));
+        arena.setRow(i, rows[i]);
+      }
+      const query = randomRow(dims);
+      const scores = Array.from(arena.dotAll(query, rows.length));
+      const expected = rows.map((row) => row.reduce((s, v, j) => s + v * query[j], 0));
+      expect(scores).toEqual(expected);
+      expect(Array.from(arena.row(1234))).toEqual(Array.from(rows[1234]));
+    });
+  }
+
+  it("moves a row and reads rows written in bulk", () => {
+    const arena = new VectorArena(40);
+    arena.reserve(10);
+    const bulk = new Int8Array(40 * 3).map((_, i) => (i % 50) - 25);
+    arena.setRows(2, bulk, 3);
+    expect(Array.from(arena.row(3))).toEqual(Array.from(bulk.subarray(40, 80)));
+    arena.copyRow(4, 0);
+    expect(Array.from(arena.row(0))).toEqual(Array.from(bulk.subarray(80, 120)));
+    expect(() => new VectorArena(0)).toThrow();
   });
 });
 

@@ -1,31 +1,23 @@
 import type { AuthContext, Env } from "../../env";
 import type { KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { badRequest, conflict } from "../../lib/errors";
-import type { StoredChunk } from "../../durable-objects/knowledge-base-index";
 import { combineFilters, FilterParseError, filterToSql, MAX_FILTER_SQL_PARAMS, parseOpenSearchFilter, parseQdrantFilter, type FilterNode } from "./metadata-filter";
-import { maxFusion, reciprocalRankFusion, weightedFusion, type Scored } from "./hybrid-search";
+import type { Scored } from "./hybrid-search";
 import { resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
-import { vectorIndexOf, visibleKnowledgeBase } from "./knowledge-bases.service";
+import { visibleKnowledgeBase } from "./knowledge-bases.service";
 import { vectorIndexFor } from "./vector-backend";
 import type { QueryInput } from "./knowledge-bases.schemas";
+import { groupInto, needsShaping, type ResultItem, type RetrievalUnit, type RetrieveRequest, type SearchMode } from "./retrieval";
 
 /**
- * A query runs as a plan of steps: prepare queries -> retrieve per query -> fuse -> shape ->
- * post-process. Steps that need a language model (query transformation and expansion, metadata
- * filter generation, reranking, answers, summaries) are hooks; a request that asks for one with no
- * hook supplied answers 400 naming the connection it needs.
+ * A query runs as a plan of steps: prepare queries -> embed -> retrieve, fuse and shape (one call
+ * to the knowledge base's Durable Object, see retrieval.ts) -> group -> post-process. Steps that
+ * need a language model (query transformation and expansion, metadata filter generation,
+ * reranking, answers, summaries) are hooks; a request that asks for one with no hook supplied
+ * answers 400 naming the connection it needs.
  */
-export type RetrievalUnit = "chunks" | "documents" | "pages";
-export type SearchMode = "hybrid" | "keyword" | "vector";
-
-export interface ResultItem {
-  id: string;
-  document_id: string;
-  score: number;
-  text: string;
-  metadata: Record<string, unknown>;
-}
+export type { ResultItem, RetrievalUnit, SearchMode } from "./retrieval";
 
 export interface QueryPlan {
   kb: KnowledgeBaseRow;
@@ -139,49 +131,17 @@ export function planQuery(kb: KnowledgeBaseRow, input: QueryInput, hooks: QueryH
 
 /** How many candidates each retriever returns before fusion and shaping. */
 function candidateDepth(plan: QueryPlan): number {
-  const shaping = plan.unit !== "chunks" || plan.maxDocuments !== undefined || plan.groupByKey !== undefined;
-  return Math.min(1000, Math.max(50, plan.topK * (shaping ? 20 : 5)));
+  return Math.min(1000, Math.max(50, plan.topK * (needsShaping(plan) ? 20 : 5)));
 }
 
-async function retrieveOne(env: Env, plan: QueryPlan, query: string, vector: Float32Array | undefined): Promise<Scored[]> {
-  const depth = candidateDepth(plan);
-  const stub = indexStub(env, plan.kb.id);
-  let keyword: Scored[];
-  let semantic: Scored[];
-  if (!vectorIndexFor(env, plan.kb.id)) {
-    // Loom's own index answers both halves in one round trip.
-    ({ keyword, vector: semantic } = await stub.search({ text: query, vector: plan.mode !== "keyword" && vector ? Array.from(vector) : undefined, filter: plan.filter, topK: depth, keyword: plan.mode !== "vector" }));
-  } else {
-    [keyword, semantic] = await Promise.all([
-      plan.mode !== "vector" ? stub.keywordSearch(query, { topK: depth, filter: plan.filter }) : Promise.resolve([]),
-      plan.mode !== "keyword" && vector ? vectorIndexOf(env, plan.kb.id).query(vector, { topK: depth, filter: plan.filter }).then((r) => r.matches.map((m) => ({ id: m.id, score: m.score }))) : Promise.resolve([]),
-    ]);
-  }
-  if (plan.mode === "keyword") return keyword;
-  if (plan.mode === "vector") return semantic;
-  if (plan.fusion === "weighted") return weightedFusion(semantic, keyword, plan.alpha);
-  return reciprocalRankFusion([semantic, keyword]);
-}
-
-function groupInto(unit: RetrievalUnit, ranked: { chunk: StoredChunk; score: number }[], pageTexts: Map<string, string>): ResultItem[] {
-  if (unit === "chunks") return ranked.map(({ chunk, score }) => ({ id: chunk.id, document_id: chunk.documentId, score, text: chunk.text, metadata: chunk.metadata }));
-  const groups = new Map<string, { score: number; chunks: StoredChunk[] }>();
-  for (const { chunk, score } of ranked) {
-    const key = unit === "documents" ? chunk.documentId : `${chunk.documentId}:p${Number(chunk.metadata.page ?? 1)}`;
-    const group = groups.get(key);
-    if (group) group.chunks.push(chunk);
-    else groups.set(key, { score, chunks: [chunk] });
-  }
-  return [...groups].map(([key, group]) => {
-    const first = group.chunks[0];
-    const { section: _section, ...metadata } = first.metadata;
-    if (unit === "documents") {
-      delete metadata.page;
-      const text = [...group.chunks].sort((a, b) => a.position - b.position).map((c) => c.text).join("\n\n");
-      return { id: first.documentId, document_id: first.documentId, score: group.score, text, metadata };
-    }
-    return { id: key, document_id: first.documentId, score: group.score, text: pageTexts.get(key) ?? group.chunks.map((c) => c.text).join("\n\n"), metadata };
-  });
+/**
+ * The vector half from a Vectorize index, when the deployment uses one: Vectorize answers by chunk
+ * id and applies what it can of the filter; the index object maps the ids and applies all of it.
+ */
+async function vectorizeHits(env: Env, plan: QueryPlan, vectors: Float32Array[]): Promise<Scored[][] | undefined> {
+  const backend = vectorIndexFor(env, plan.kb.id);
+  if (!backend || plan.mode === "keyword") return undefined;
+  return Promise.all(vectors.map(async (v) => (await backend.query(v, { topK: candidateDepth(plan), filter: plan.filter })).matches.map((m) => ({ id: m.id, score: m.score }))));
 }
 
 function formatContext(items: ResultItem[]): { formatted_text: string; citation_metadata: Record<string, unknown>[] } {
@@ -216,48 +176,23 @@ export async function executePlan(env: Env, plan: QueryPlan, hooks: QueryHooks):
     if (embedder.model !== plan.kb.embeddingModel) throw conflict(`this knowledge base was indexed with ${plan.kb.embeddingModel}; it cannot be queried with ${embedder.model}`);
     vectors = await embedder.embed(queries);
   }
-  const perQuery = await Promise.all(queries.map((q, i) => retrieveOne(env, plan, q, vectors[i])));
-  const fused = perQuery.length === 1 ? perQuery[0] : plan.dataFusion === "max" ? maxFusion(perQuery) : reciprocalRankFusion(perQuery);
-
-  // Keep enough candidates for grouping and per-document limits, then read their text.
-  const shortlist = fused.filter((s) => plan.scoreCutoff === undefined || s.score >= plan.scoreCutoff).slice(0, candidateDepth(plan));
-  const stub = indexStub(env, plan.kb.id);
-  const chunks = new Map((await stub.getChunks(shortlist.map((s) => s.id))).map((c) => [c.id, c]));
-  let ranked = shortlist.flatMap((s) => {
-    const chunk = chunks.get(s.id);
-    return chunk ? [{ chunk, score: s.score }] : [];
-  });
-  if (plan.maxDocuments !== undefined) {
-    const allowed = new Set<string>();
-    ranked = ranked.filter(({ chunk }) => {
-      if (allowed.has(chunk.documentId)) return true;
-      if (allowed.size >= (plan.maxDocuments ?? 0)) return false;
-      allowed.add(chunk.documentId);
-      return true;
-    });
-  }
-  if (plan.groupByKey !== undefined) {
-    const seen = new Set<string>();
-    const key = plan.groupByKey;
-    ranked = ranked.filter(({ chunk }) => {
-      const value = chunk.metadata[key];
-      if (value === undefined || value === null) return true;
-      const k = JSON.stringify(value);
-      if (seen.has(k)) return false;
-      seen.add(k);
-      return true;
-    });
-  }
-  const pageTexts = new Map<string, string>();
-  if (plan.unit === "pages") {
-    const topPages = [...new Set(ranked.map(({ chunk }) => `${chunk.documentId}:p${Number(chunk.metadata.page ?? 1)}`))].slice(0, plan.topK);
-    const docs = [...new Set(topPages.map((k) => k.split(":p")[0]))];
-    for (const c of await stub.documentChunks(docs, 20_000)) {
-      const key = `${c.documentId}:p${Number(c.metadata.page ?? 1)}`;
-      if (topPages.includes(key)) pageTexts.set(key, pageTexts.has(key) ? `${pageTexts.get(key)}\n\n${c.text}` : c.text);
-    }
-  }
-  let items = groupInto(plan.unit, ranked, pageTexts).slice(0, plan.topK);
+  const hits = await vectorizeHits(env, plan, vectors);
+  const request: RetrieveRequest = {
+    queries: queries.map((text, i) => ({ text, vector: hits || !vectors[i] ? undefined : Array.from(vectors[i]), vectorHits: hits?.[i] })),
+    mode: plan.mode,
+    fusion: plan.fusion,
+    alpha: plan.alpha,
+    dataFusion: plan.dataFusion,
+    filter: plan.filter,
+    depth: candidateDepth(plan),
+    topK: plan.topK,
+    unit: plan.unit,
+    scoreCutoff: plan.scoreCutoff,
+    maxDocuments: plan.maxDocuments,
+    groupByKey: plan.groupByKey,
+  };
+  const { ranked, pageTexts } = await indexStub(env, plan.kb.id).retrieve(request);
+  let items = groupInto(plan.unit, ranked, new Map(pageTexts)).slice(0, plan.topK);
   if (plan.config.rerank_documents && hooks.rerank) items = await hooks.rerank(plan, items);
 
   const result: QueryResult = { [plan.unit]: items, queries };
