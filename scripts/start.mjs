@@ -14,6 +14,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
@@ -44,12 +45,22 @@ function parseArgs(argv) {
   return out;
 }
 
-function fail(message) {
-  console.error(`npm start: ${message}\n${usage}`);
+function fail(message, showUsage = true) {
+  console.error(`npm start: ${message}${showUsage ? `\n${usage}` : ""}`);
   process.exit(2);
 }
 
 const { port, ip } = parseArgs(process.argv.slice(2));
+
+// A taken port is reported now, not after migrating and bundling (workerd would refuse it later).
+await new Promise((resolve) => {
+  const probe = createServer();
+  probe.once("error", (error) => {
+    const reason = error.code === "EADDRINUSE" ? "is already in use; choose another with --port" : `cannot be listened on: ${error.message}`;
+    fail(`${ip}:${port} ${reason}`, false);
+  });
+  probe.listen(port, ip, () => probe.close(resolve));
+});
 
 const devVars = path.join(root, ".dev.vars");
 if (!existsSync(devVars)) {
@@ -128,6 +139,26 @@ const mf = new Miniflare(
   }),
 );
 
+// Ctrl-C or a SIGTERM stops workerd (and its open Durable Objects) before Node exits, even
+// while it is still starting.
+let stopping = false;
+async function stop() {
+  if (stopping) return;
+  stopping = true;
+  await mf.dispose().catch(() => {});
+  process.exit(0);
+}
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, stop);
+// Under `npm start`, a SIGTERM sent to npm alone (a process manager, `kill <npm pid>`) ends npm and
+// its `sh -c`, but nobody passes it on to us: stop when that parent shell is gone rather than
+// linger as an orphan holding the port.
+if (process.env.npm_lifecycle_event) {
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stop();
+  }, 500).unref();
+}
+
 let url;
 try {
   url = await mf.ready;
@@ -138,13 +169,3 @@ try {
 }
 const shown = ip === "0.0.0.0" || ip === "::" ? `http://127.0.0.1:${url.port}` : url.origin;
 console.log(`Ready on ${shown}`);
-
-let stopping = false;
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, async () => {
-    if (stopping) return;
-    stopping = true;
-    await mf.dispose().catch(() => {});
-    process.exit(0);
-  });
-}
