@@ -11,7 +11,7 @@
 // 4. serves it with Miniflare on 127.0.0.1:8787 (`npm start -- --port 9000 --ip 0.0.0.0`).
 // Bindings come from wrangler.toml through wrangler's own reader, and state lives in
 // .wrangler/state/v3 — the same place `wrangler dev` and the migrations command use.
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
@@ -70,26 +70,42 @@ if (!existsSync(devVars)) {
 }
 
 const wrangler = path.join(root, "node_modules/wrangler/bin/wrangler.js");
-// CI=true: no interactive confirmation prompt before applying migrations.
-const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local"], { cwd: root, stdio: "inherit", env: { ...process.env, CI: "true" } });
-if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 
-// The deploy bundler: the same esbuild settings, module rules, aliases and nodejs_compat polyfills
-// as `wrangler deploy`, with no network. Its output is kept quiet unless it fails.
+/** Runs wrangler in a child Node; resolves to its exit code and, when captured, its output. */
+function runWrangler(args, { capture }) {
+  return new Promise((resolve) => {
+    // CI=true: no interactive prompt (the migrations confirmation) and no metrics.
+    const child = spawn(process.execPath, [wrangler, ...args], { cwd: root, stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit", env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } });
+    let output = "";
+    child.stdout?.on("data", (data) => (output += data));
+    child.stderr?.on("data", (data) => (output += data));
+    child.on("error", (error) => resolve({ code: 1, output: `${output}${error.message}\n` }));
+    child.on("close", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), output }));
+  });
+}
+
+// Migrating local D1 and bundling are independent, so they run side by side (start-up time).
+// The bundle is what `wrangler deploy` would upload: the same esbuild settings, module rules,
+// aliases and nodejs_compat polyfills, built with no network. Its output is shown only on failure.
 const outdir = path.join(root, ".wrangler/start");
 rmSync(outdir, { recursive: true, force: true });
-const build = spawnSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", outdir], { cwd: root, encoding: "utf8", env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } });
-if (build.status !== 0) {
-  process.stderr.write(build.stdout ?? "");
-  process.stderr.write(build.stderr ?? "");
+// wrangler and miniflare load (~1 s) meanwhile; only after the argument checks, so those fail fast.
+const loading = Promise.all([import("wrangler"), import("miniflare")]);
+const building = runWrangler(["deploy", "--dry-run", "--outdir", outdir], { capture: true });
+const migrate = await runWrangler(["d1", "migrations", "apply", "DB", "--local"], { capture: false });
+const build = await building;
+if (migrate.code !== 0) {
+  console.error("npm start: applying the D1 migrations failed (see above)");
+  process.exit(migrate.code);
+}
+if (build.code !== 0) {
+  process.stderr.write(build.output);
   console.error("npm start: bundling the Worker failed (see above)");
-  process.exit(build.status ?? 1);
+  process.exit(build.code);
 }
 console.log("bundled the Worker into .wrangler/start");
 
-// Imported only now so a bad argument fails fast, before loading wrangler and miniflare.
-const { unstable_readConfig, unstable_getMiniflareWorkerOptions } = await import("wrangler");
-const { Miniflare, Log, LogLevel, convertV4MiniflareOptions } = await import("miniflare");
+const [{ unstable_readConfig, unstable_getMiniflareWorkerOptions }, { Miniflare, Log, LogLevel, convertV4MiniflareOptions }] = await loading;
 
 const config = unstable_readConfig({ config: path.join(root, "wrangler.toml") });
 // Vars, secrets from .dev.vars, D1, R2, Durable Objects (SQLite), worker loaders, rate limits,
