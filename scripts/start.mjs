@@ -1,25 +1,187 @@
 // `npm start`: runs Loom locally on workerd with local D1, R2 and Durable Objects, offline.
-// 1. creates .dev.vars with random local secrets if there is none,
-// 2. applies the D1 migrations to local state (.wrangler/state, kept across restarts),
-// 3. starts `wrangler dev` on 127.0.0.1:8787; extra arguments pass through (`npm start -- --port 9000`).
-import { spawnSync, spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+//
+// Why not `wrangler dev`: it puts a proxy (a second workerd plus Node) in front of the Worker so it
+// can live-reload; every request pays ~3.5 ms for that hop. Here Miniflare starts ONE workerd whose
+// own entry socket is the port you call. Live reload stays available as `npm run dev`.
+//
+// 1. creates .dev.vars with random local secrets if there is none (never printed),
+// 2. applies the D1 migrations to local state with `wrangler d1 migrations apply DB --local`,
+// 3. bundles the Worker the way a deploy does (`wrangler deploy --dry-run`, offline) into
+//    .wrangler/start/,
+// 4. serves it with Miniflare on 127.0.0.1:8787 (`npm start -- --port 9000 --ip 0.0.0.0`).
+// Bindings come from wrangler.toml through wrangler's own reader, and state lives in
+// .wrangler/state/v3 — the same place `wrangler dev` and the migrations command use.
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
 
-const devVars = new URL("../.dev.vars", import.meta.url);
+const root = fileURLToPath(new URL("..", import.meta.url));
+const usage = "usage: npm start [-- --port <1-65535>] [--ip <address>]\n  defaults: --port 8787 --ip 127.0.0.1";
+
+/** Reads --port/--ip (as `--port 9000` or `--port=9000`); anything else is refused, not ignored. */
+function parseArgs(argv) {
+  const out = { port: 8787, ip: "127.0.0.1" };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--help" || arg === "-h") {
+      console.log(usage);
+      process.exit(0);
+    }
+    const match = /^--(port|ip)(?:=(.*))?$/.exec(arg);
+    if (!match) fail(`unknown argument "${arg}"`);
+    const value = match[2] ?? argv[++i];
+    if (value === undefined || value === "") fail(`--${match[1]} needs a value`);
+    if (match[1] === "port") {
+      const port = Number(value);
+      if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`--port must be an integer from 1 to 65535, got "${value}"`);
+      out.port = port;
+    } else {
+      out.ip = value;
+    }
+  }
+  return out;
+}
+
+function fail(message, showUsage = true) {
+  console.error(`npm start: ${message}${showUsage ? `\n${usage}` : ""}`);
+  process.exit(2);
+}
+
+const { port, ip } = parseArgs(process.argv.slice(2));
+
+// A taken port is reported now, not after migrating and bundling (workerd would refuse it later).
+await new Promise((resolve) => {
+  const probe = createServer();
+  probe.once("error", (error) => {
+    const reason = error.code === "EADDRINUSE" ? "is already in use; choose another with --port" : `cannot be listened on: ${error.message}`;
+    fail(`${ip}:${port} ${reason}`, false);
+  });
+  probe.listen(port, ip, () => probe.close(resolve));
+});
+
+const devVars = path.join(root, ".dev.vars");
 if (!existsSync(devVars)) {
   const secret = () => randomBytes(32).toString("hex");
-  writeFileSync(devVars, `# Local secrets for npm start; generated once, never committed.\nJWT_SECRET=${secret()}\nENCRYPTION_KEY=${secret()}\n`, { mode: 0o600 });
+  writeFileSync(devVars, `# Local secrets for npm start and npm run dev; generated once, never committed.\nJWT_SECRET=${secret()}\nENCRYPTION_KEY=${secret()}\n`, { mode: 0o600 });
   console.log("created .dev.vars with fresh local secrets");
 }
 
-const wrangler = new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url).pathname;
-const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local"], { stdio: "inherit", env: { ...process.env, CI: "true" } });
-if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+const wrangler = path.join(root, "node_modules/wrangler/bin/wrangler.js");
 
-const extra = process.argv.slice(2);
-const has = (flag) => extra.some((arg) => arg === flag || arg.startsWith(`${flag}=`));
-const args = [wrangler, "dev", ...(has("--ip") ? [] : ["--ip", "127.0.0.1"]), ...(has("--port") ? [] : ["--port", "8787"]), ...extra];
-const child = spawn(process.execPath, args, { stdio: "inherit" });
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
-child.on("exit", (code) => process.exit(code ?? 0));
+/** Runs wrangler in a child Node; resolves to its exit code and, when captured, its output. */
+function runWrangler(args, { capture }) {
+  return new Promise((resolve) => {
+    // CI=true: no interactive prompt (the migrations confirmation) and no metrics.
+    const child = spawn(process.execPath, [wrangler, ...args], { cwd: root, stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit", env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } });
+    let output = "";
+    child.stdout?.on("data", (data) => (output += data));
+    child.stderr?.on("data", (data) => (output += data));
+    child.on("error", (error) => resolve({ code: 1, output: `${output}${error.message}\n` }));
+    child.on("close", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), output }));
+  });
+}
+
+// Migrating local D1 and bundling are independent, so they run side by side (start-up time).
+// The bundle is what `wrangler deploy` would upload: the same esbuild settings, module rules,
+// aliases and nodejs_compat polyfills, built with no network. Its output is shown only on failure.
+const outdir = path.join(root, ".wrangler/start");
+rmSync(outdir, { recursive: true, force: true });
+// wrangler and miniflare load (~1 s) meanwhile; only after the argument checks, so those fail fast.
+const loading = Promise.all([import("wrangler"), import("miniflare")]);
+const building = runWrangler(["deploy", "--dry-run", "--outdir", outdir], { capture: true });
+const migrate = await runWrangler(["d1", "migrations", "apply", "DB", "--local"], { capture: false });
+const build = await building;
+if (migrate.code !== 0) {
+  console.error("npm start: applying the D1 migrations failed (see above)");
+  process.exit(migrate.code);
+}
+if (build.code !== 0) {
+  process.stderr.write(build.output);
+  console.error("npm start: bundling the Worker failed (see above)");
+  process.exit(build.code);
+}
+console.log("bundled the Worker into .wrangler/start");
+
+const [{ unstable_readConfig, unstable_getMiniflareWorkerOptions }, { Miniflare, Log, LogLevel, convertV4MiniflareOptions }] = await loading;
+
+const config = unstable_readConfig({ config: path.join(root, "wrangler.toml") });
+// Vars, secrets from .dev.vars, D1, R2, Durable Objects (SQLite), worker loaders, rate limits,
+// compatibility date/flags and module rules, all as wrangler.toml declares them.
+const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
+const { modulesRules, ...bindingOptions } = workerOptions;
+
+// Miniflare wants the bundle as an explicit module list: index.js plus the files it imports
+// (the embedding table as Data, the sandbox .wasm as CompiledWasm), each typed by the first
+// wrangler.toml/default rule whose glob matches, as wrangler itself types them.
+function bundleModules() {
+  const modules = [{ type: "ESModule", path: path.join(outdir, "index.js") }];
+  for (const entry of readdirSync(outdir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.relative(outdir, path.join(entry.parentPath, entry.name)).split(path.sep).join("/");
+    if (file === "index.js" || file.endsWith(".map") || file === "README.md") continue;
+    const rule = (modulesRules ?? []).find((r) => r.include.some((glob) => path.matchesGlob(file, glob)));
+    if (!rule) throw new Error(`no module rule in wrangler.toml matches bundled file ${file}`);
+    modules.push({ type: rule.type, path: path.join(outdir, file) });
+  }
+  return modules;
+}
+
+const mf = new Miniflare(
+  convertV4MiniflareOptions({
+    rootPath: root,
+    host: ip,
+    port,
+    log: new Log(LogLevel.WARN),
+    // Loom never reads request.cf; the placeholder avoids a network fetch at every start.
+    cf: false,
+    // The Worker's own console output is shown; per-request access lines are not (they cost a
+    // hop through Node on every request, the very thing this runner avoids).
+    logRequests: false,
+    resourcePersistencePath: path.join(root, ".wrangler/state/v3"),
+    resourceTmpPath: path.join(root, ".wrangler/tmp"),
+    workers: [
+      {
+        ...bindingOptions,
+        // The worker name keys Durable Object storage (.wrangler/state/v3/do/<name>-<Class>), so
+        // it must be the name wrangler dev uses: the `name` in wrangler.toml.
+        name: config.name,
+        modules: bundleModules(),
+        modulesRoot: outdir,
+      },
+    ],
+  }),
+);
+
+// Ctrl-C or a SIGTERM stops workerd (and its open Durable Objects) before Node exits, even
+// while it is still starting.
+let stopping = false;
+async function stop() {
+  if (stopping) return;
+  stopping = true;
+  await mf.dispose().catch(() => {});
+  process.exit(0);
+}
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, stop);
+// Under `npm start`, a SIGTERM sent to npm alone (a process manager, `kill <npm pid>`) ends npm and
+// its `sh -c`, but nobody passes it on to us: stop when that parent shell is gone rather than
+// linger as an orphan holding the port.
+if (process.env.npm_lifecycle_event) {
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stop();
+  }, 500).unref();
+}
+
+let url;
+try {
+  url = await mf.ready;
+} catch (error) {
+  console.error(`npm start: workerd did not start: ${error instanceof Error ? error.message : String(error)}`);
+  await mf.dispose().catch(() => {});
+  process.exit(1);
+}
+const shown = ip === "0.0.0.0" || ip === "::" ? `http://127.0.0.1:${url.port}` : url.origin;
+console.log(`Ready on ${shown}`);
