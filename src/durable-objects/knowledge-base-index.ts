@@ -78,6 +78,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       CREATE VIRTUAL TABLE IF NOT EXISTS scratch_words USING fts5vocab(scratch_fts, instance);
       CREATE TABLE IF NOT EXISTS vector_blocks (block INTEGER PRIMARY KEY, count INTEGER NOT NULL, rowids BLOB NOT NULL, scales BLOB NOT NULL, data BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS length_blocks (block INTEGER PRIMARY KEY, data BLOB NOT NULL);
+      CREATE TABLE IF NOT EXISTS postings_cache (term TEXT PRIMARY KEY, rows BLOB NOT NULL, tfs BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS pending (document_id TEXT NOT NULL, position INTEGER NOT NULL, kb_id TEXT NOT NULL, model TEXT NOT NULL, chunk TEXT NOT NULL, PRIMARY KEY (document_id, position));
     `);
     const columns = this.sql.exec<{ name: string }>("PRAGMA table_info(items)").toArray();
@@ -87,29 +89,34 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   // ---------- items ----------
 
   private upsertItems(items: { id: string; documentId: string | null; position: number; text: string | null; metadata: VectorMetadata; values?: ArrayLike<number> }[]): number[] {
-    this.keywords.forget();
+    this.keywords.invalidate();
     const rowids: number[] = [];
+    const lengths: { rowid: number; tokens: number | null }[] = [];
     const vectors: { rowid: number; values: ArrayLike<number> }[] = [];
     for (const item of items) {
       const existing = this.sql.exec<{ rowid: number }>("SELECT rowid FROM items WHERE id = ?", item.id).toArray()[0];
+      const tokens = item.text ? wordCount(item.text) : null;
       let rowid: number;
       if (existing) {
         rowid = existing.rowid;
-        this.sql.exec("UPDATE items SET document_id = ?, position = ?, text = ?, metadata = ?, tokens = ? WHERE rowid = ?", item.documentId, item.position, item.text, JSON.stringify(item.metadata), item.text ? wordCount(item.text) : null, rowid);
+        this.sql.exec("UPDATE items SET document_id = ?, position = ?, text = ?, metadata = ?, tokens = ? WHERE rowid = ?", item.documentId, item.position, item.text, JSON.stringify(item.metadata), tokens, rowid);
         this.sql.exec("DELETE FROM items_fts WHERE rowid = ?", rowid);
       } else {
-        rowid = this.sql.exec<{ rowid: number }>("INSERT INTO items (id, document_id, position, text, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?) RETURNING rowid", item.id, item.documentId, item.position, item.text, JSON.stringify(item.metadata), item.text ? wordCount(item.text) : null).one().rowid;
+        rowid = this.sql.exec<{ rowid: number }>("INSERT INTO items (id, document_id, position, text, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?) RETURNING rowid", item.id, item.documentId, item.position, item.text, JSON.stringify(item.metadata), tokens).one().rowid;
       }
       if (item.text) this.sql.exec("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", rowid, item.text);
+      lengths.push({ rowid, tokens });
       if (item.values) vectors.push({ rowid, values: item.values });
       rowids.push(rowid);
     }
+    this.keywords.recordLengths(lengths);
     this.vectors.write(vectors);
     return rowids;
   }
 
   private deleteRows(rowids: number[]): void {
-    this.keywords.forget();
+    this.keywords.invalidate();
+    this.keywords.recordLengths(rowids.map((rowid) => ({ rowid, tokens: null })));
     for (const rowid of rowids) {
       this.sql.exec("DELETE FROM items_fts WHERE rowid = ?", rowid);
       this.sql.exec("DELETE FROM items WHERE rowid = ?", rowid);

@@ -341,6 +341,40 @@ describe("knowledge bases: the index Durable Object", () => {
     expect(after.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
   });
 
+  it("keeps keyword scores across an eviction, and never answers from a stale cache after a write", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const ids = await seedCorpus(key, kb);
+    const body = { queries: ["whales bread rockets"], search_metadata: { top_k: 10 }, config: { retrieval_config: { search_mode: "keyword" } } };
+    const before = await query(key, kb, body);
+    expect(before.items.map((i) => i.document_id)).toContain(ids.whales);
+    // Evicted: lengths and posting lists come back from SQLite, with the same scores.
+    await kbStub(kb).dropMemory();
+    const after = await query(key, kb, body);
+    expect(after.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
+    // An index stored before its lengths were packed rebuilds them once, to the same scores.
+    await runInDurableObject(kbStub(kb), (_instance, state) => {
+      state.storage.sql.exec("DELETE FROM length_blocks");
+      state.storage.sql.exec("DELETE FROM meta WHERE key = 'lengths'");
+    });
+    await kbStub(kb).dropMemory();
+    const rebuilt = await query(key, kb, body);
+    expect(rebuilt.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
+    // A deleted document and a new one: the stored caches must not hide either change, even after another eviction.
+    expect((await send(`/v1/knowledge-base/${kb}/documents?document_ids=${ids.whales}`, key, { method: "DELETE" })).status).toBe(200);
+    const added = await indexText(key, kb, "more-whales.txt", "Humpback whales sing long songs. Whales migrate between feeding and breeding grounds.");
+    await kbStub(kb).dropMemory();
+    const changed = await query(key, kb, body);
+    const documents = changed.items.map((i) => i.document_id);
+    expect(documents).not.toContain(ids.whales);
+    expect(documents[0]).toBe(added);
+    const sql = await runInDurableObject(kbStub(kb), (_instance, state) =>
+      state.storage.sql.exec<{ id: string; score: number }>(`SELECT items.id AS id, -bm25(items_fts) AS score FROM items_fts JOIN items ON items.rowid = items_fts.rowid WHERE items_fts MATCH '"whales" OR "bread" OR "rockets"' ORDER BY bm25(items_fts) LIMIT 10`).toArray(),
+    );
+    expect(changed.items.map((i) => [i.id, Number(i.score).toFixed(4)])).toEqual(sql.map((r) => [r.id, r.score.toFixed(4)]));
+  });
+
   it("scores keywords exactly as FTS5's bm25() ranks them", async () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;

@@ -6,6 +6,12 @@ const BM25_K1 = 1.2;
 const BM25_B = 0.75;
 /** Cached posting entries above which the cache starts over (memory bound, ~10 bytes each). */
 const MAX_CACHED_POSTINGS = 4_000_000;
+/** Chunk lengths per stored row of `length_blocks` (uint16 each: 8 KiB a row). */
+const LENGTH_BLOCK = 4096;
+/** A term's postings are kept in SQLite only up to this many entries (6 bytes each, under the 2 MB row cap). */
+const MAX_STORED_POSTINGS = 250_000;
+/** Stored posting entries above which the stored cache starts over. */
+const MAX_STORED_TOTAL = 4_000_000;
 
 class Rollback extends Error {}
 
@@ -21,31 +27,78 @@ export function wordCount(text: string): number {
  * table), computed in memory: FTS5 holds the index and does tokenizing and stemming, while the
  * scores are summed over cached posting lists, so a query costs a pass over its terms' postings
  * instead of a bm25() call per matching row. Same index, stemming, k1, b and idf floor as FTS5's
- * bm25(), so the scores are the same. Every write to the chunks must call forget().
+ * bm25(), so the scores are the same.
+ *
+ * What the scores need survives an eviction in SQLite, packed, so the first query after one does
+ * not rebuild it: chunk lengths (`length_blocks`, kept current by every write through
+ * recordLengths) and the posting lists read so far (`postings_cache`, emptied by every write
+ * through invalidate()). Reading 100k lengths row by row cost ~230 ms, a common term's postings
+ * through fts5vocab ~35 ms.
  */
 export class KeywordScorer {
   /** Chunk frequency of search terms, kept until the next write. */
   private termFrequency = new Map<string, number>();
   /** Chunk lengths by rowid. */
-  private lengths: { byRowid: Float32Array; count: number; total: number } | null = null;
+  private lengths: { byRowid: Uint16Array; count: number; total: number } | null = null;
   /** Posting lists (rowid, term count) by stemmed term. */
   private postings = new Map<string, { rows: Int32Array; tfs: Uint16Array }>();
   private postingsSize = 0;
   private scoreBuffer = new Float64Array(0);
   private stemCache = new Map<string, string[]>();
 
+  /** Its tables (`length_blocks`, `postings_cache`, and `meta` for bookkeeping) are created by the Durable Object. */
   constructor(private readonly storage: DurableObjectStorage) {}
 
   private get sql(): SqlStorage {
     return this.storage.sql;
   }
 
-  /** Drops what depends on the chunks (stems stay: stemming never changes). */
+  /** Drops what is in memory, as an eviction would (stems stay: stemming never changes). */
   forget(): void {
     this.termFrequency.clear();
     this.lengths = null;
     this.postings.clear();
     this.postingsSize = 0;
+  }
+
+  /** The chunks changed: drops what depends on them, in memory and stored (inside the writer's transaction). */
+  invalidate(): void {
+    this.forget();
+    this.sql.exec("DELETE FROM postings_cache");
+    this.sql.exec("DELETE FROM meta WHERE key = 'stored_postings'");
+  }
+
+  /**
+   * Stores the word counts of written chunks, or null for a removed one or one without text;
+   * inside the writer's transaction. Stored as count + 1, so 0 means "not in the keyword index".
+   */
+  recordLengths(entries: { rowid: number; tokens: number | null }[]): void {
+    this.ensureStoredLengths();
+    const byBlock = new Map<number, { rowid: number; tokens: number | null }[]>();
+    for (const e of entries) {
+      const block = Math.floor(e.rowid / LENGTH_BLOCK);
+      const list = byBlock.get(block) ?? [];
+      list.push(e);
+      byBlock.set(block, list);
+    }
+    for (const [block, list] of byBlock) {
+      const row = this.sql.exec<{ data: ArrayBuffer }>("SELECT data FROM length_blocks WHERE block = ?", block).toArray()[0];
+      const data = row ? new Uint16Array(row.data.slice(0)) : new Uint16Array(LENGTH_BLOCK);
+      for (const e of list) data[e.rowid % LENGTH_BLOCK] = e.tokens === null ? 0 : Math.min(e.tokens, 65534) + 1;
+      this.sql.exec("INSERT OR REPLACE INTO length_blocks (block, data) VALUES (?, ?)", block, data.buffer);
+    }
+  }
+
+  /** Builds length_blocks from the chunks once, for an index written before it existed. */
+  private ensureStoredLengths(): void {
+    if (this.sql.exec("SELECT 1 FROM meta WHERE key = 'lengths'").toArray().length) return;
+    // All or nothing: the marker and the blocks commit together (a savepoint inside a writer's transaction).
+    this.storage.transactionSync(() => {
+      this.sql.exec("DELETE FROM length_blocks");
+      this.sql.exec("INSERT INTO meta (key, value) VALUES ('lengths', 'v1')");
+      const rows = this.sql.exec<{ rowid: number; tokens: number | null; text: string | null }>("SELECT rowid, tokens, CASE WHEN tokens IS NULL THEN text END AS text FROM items WHERE text IS NOT NULL AND text != ''").toArray();
+      if (rows.length) this.recordLengths(rows.map((r) => ({ rowid: r.rowid, tokens: r.tokens ?? wordCount(r.text ?? "") })));
+    });
   }
 
   /** How many chunks hold a term (as FTS5 tokenizes and stems it). */
@@ -82,35 +135,55 @@ export class KeywordScorer {
     return [...new Set(words.flatMap((w) => this.stemCache.get(w) ?? []))];
   }
 
-  private chunkLengths(): { byRowid: Float32Array; count: number; total: number } {
+  private chunkLengths(): { byRowid: Uint16Array; count: number; total: number } {
     if (this.lengths) return this.lengths;
-    const rows = this.sql.exec<{ rowid: number; tokens: number | null; text: string | null }>("SELECT rowid, tokens, CASE WHEN tokens IS NULL THEN text END AS text FROM items WHERE text IS NOT NULL AND text != ''").toArray();
-    let max = 0;
-    for (const r of rows) max = Math.max(max, r.rowid);
-    const byRowid = new Float32Array(max + 1);
+    this.ensureStoredLengths();
+    const blocks = this.sql.exec<{ block: number; data: ArrayBuffer }>("SELECT block, data FROM length_blocks ORDER BY block").toArray();
+    const last = blocks.length ? blocks[blocks.length - 1].block : -1;
+    const byRowid = new Uint16Array((last + 1) * LENGTH_BLOCK);
+    let count = 0;
     let total = 0;
-    for (const r of rows) {
-      const n = r.tokens ?? wordCount(r.text ?? "");
-      byRowid[r.rowid] = n;
-      total += n;
+    for (const b of blocks) {
+      const data = new Uint16Array(b.data);
+      byRowid.set(data, b.block * LENGTH_BLOCK);
+      for (let i = 0; i < data.length; i++) {
+        if (data[i] === 0) continue;
+        count++;
+        total += data[i] - 1;
+      }
     }
-    this.lengths = { byRowid, count: rows.length, total };
+    this.lengths = { byRowid, count, total };
     return this.lengths;
   }
 
-  /** Which chunks hold a stemmed term, and how often: FTS5's own index, read once and cached. */
+  /** Which chunks hold a stemmed term, and how often: FTS5's own index, read once and cached (in memory and in SQLite). */
   private postingsOf(stem: string): { rows: Int32Array; tfs: Uint16Array } {
     const cached = this.postings.get(stem);
     if (cached) return cached;
-    const rows = this.sql.exec<{ doc: number; n: number }>("SELECT doc, count(*) AS n FROM items_terms WHERE term = ? GROUP BY doc", stem).toArray();
-    const entry = { rows: Int32Array.from(rows, (r) => r.doc), tfs: Uint16Array.from(rows, (r) => Math.min(r.n, 65535)) };
-    if (this.postingsSize + rows.length > MAX_CACHED_POSTINGS) {
+    let entry: { rows: Int32Array; tfs: Uint16Array };
+    const stored = this.sql.exec<{ rows: ArrayBuffer; tfs: ArrayBuffer }>("SELECT rows, tfs FROM postings_cache WHERE term = ?", stem).toArray()[0];
+    if (stored) entry = { rows: new Int32Array(stored.rows), tfs: new Uint16Array(stored.tfs) };
+    else {
+      const rows = this.sql.exec<{ doc: number; n: number }>("SELECT doc, count(*) AS n FROM items_terms WHERE term = ? GROUP BY doc", stem).toArray();
+      entry = { rows: Int32Array.from(rows, (r) => r.doc), tfs: Uint16Array.from(rows, (r) => Math.min(r.n, 65535)) };
+      this.store(stem, entry);
+    }
+    if (this.postingsSize + entry.rows.length > MAX_CACHED_POSTINGS) {
       this.postings.clear();
       this.postingsSize = 0;
     }
     this.postings.set(stem, entry);
-    this.postingsSize += rows.length;
+    this.postingsSize += entry.rows.length;
     return entry;
+  }
+
+  private store(stem: string, entry: { rows: Int32Array; tfs: Uint16Array }): void {
+    if (entry.rows.length > MAX_STORED_POSTINGS) return;
+    const total = Number(this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'stored_postings'").toArray()[0]?.value ?? 0);
+    if (total + entry.rows.length > MAX_STORED_TOTAL) this.sql.exec("DELETE FROM postings_cache");
+    const next = total + entry.rows.length > MAX_STORED_TOTAL ? entry.rows.length : total + entry.rows.length;
+    this.sql.exec("INSERT OR REPLACE INTO postings_cache (term, rows, tfs) VALUES (?, ?, ?)", stem, entry.rows.buffer, entry.tfs.buffer);
+    this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('stored_postings', ?)", String(next));
   }
 
   /** The `topK` chunks by BM25 over these query terms, among `allowed` rowids when given. */
@@ -131,7 +204,8 @@ export class KeywordScorer {
         const rowid = rows[i];
         if (rowid >= byRowid.length || (allowed && !allowed.has(rowid))) continue;
         const tf = tfs[i];
-        const s = (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * byRowid[rowid]) / avgdl));
+        const length = byRowid[rowid] - 1;
+        const s = (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgdl));
         if (scores[rowid] === 0) touched.push(rowid);
         scores[rowid] += s;
       }

@@ -6,6 +6,34 @@ const BLOCK = 512;
 /** Below this share of the set, filtered candidates are scored one by one instead of scanning all. */
 const SPARSE_FILTER_SHARE = 1 / 8;
 
+/** Slot of each rowid, in a typed array indexed by rowid (rowids are dense): 100k entries build in well under a millisecond. */
+class SlotIndex {
+  /** slot + 1 by rowid; 0 means none. */
+  private slots = new Int32Array(0);
+
+  get(rowid: number): number | undefined {
+    const v = rowid < this.slots.length ? this.slots[rowid] : 0;
+    return v === 0 ? undefined : v - 1;
+  }
+
+  set(rowid: number, slot: number): void {
+    if (rowid >= this.slots.length) {
+      const grown = new Int32Array(Math.max(rowid + 1, Math.ceil(this.slots.length * 1.5), 1024));
+      grown.set(this.slots);
+      this.slots = grown;
+    }
+    this.slots[rowid] = slot + 1;
+  }
+
+  delete(rowid: number): void {
+    if (rowid < this.slots.length) this.slots[rowid] = 0;
+  }
+
+  clear(): void {
+    this.slots = new Int32Array(0);
+  }
+}
+
 /**
  * The vectors of one knowledge base's Durable Object, keyed by the SQLite rowid of their chunk.
  * In SQLite they are int8 (one scale per vector), packed BLOCK per row of `vector_blocks`, so
@@ -17,7 +45,7 @@ export class VectorStore {
   private count = 0;
   private rowids = new Int32Array(0);
   private scales = new Float32Array(0);
-  private slotOf = new Map<number, number>();
+  private slotOf = new SlotIndex();
   private arena: VectorArena | null = null;
   private loaded = false;
 
