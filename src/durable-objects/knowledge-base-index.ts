@@ -1,22 +1,20 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
-import { filterToSql, matchesFilter, type FilterNode } from "../features/knowledge-bases/metadata-filter";
-import { MAX_TOP_K, type VectorMatch, type VectorMetadata } from "../features/knowledge-bases/vector-index";
-import { matchExpression, queryTerms, selectTerms } from "../features/knowledge-bases/keyword-query";
+import type { FilterNode } from "../features/knowledge-bases/metadata-filter";
+import type { VectorMatch, VectorMetadata } from "../features/knowledge-bases/vector-index";
 import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
 import { resolveEmbedder } from "../features/knowledge-bases/embedders";
 import { markDocumentIndexed } from "../features/knowledge-bases/documents.repository";
 import { VectorStore } from "../features/knowledge-bases/vector-store";
 import { KeywordScorer, wordCount } from "../features/knowledge-bases/keyword-scorer";
-import type { Scored } from "../features/knowledge-bases/hybrid-search";
-import { applyLimits, fuseHalves, fuseQueries, keepTopGroups, needsShaping, pageKey, type RankedChunk, type RetrieveRequest, type RetrieveResult, type StoredChunk } from "../features/knowledge-bases/retrieval";
+import { ChunkRetriever, type KeywordHit } from "../features/knowledge-bases/chunk-retriever";
+import type { RetrieveRequest, RetrieveResult, StoredChunk } from "../features/knowledge-bases/retrieval";
 
 export type { StoredChunk } from "../features/knowledge-bases/retrieval";
+export type { KeywordHit } from "../features/knowledge-bases/chunk-retriever";
 
 /** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
 const STEP_CHUNKS = 1000;
-/** SQLite bound parameters per statement, kept well under the limit. */
-const IN_BATCH = 90;
 
 export interface ChunkInput {
   id: string;
@@ -33,37 +31,28 @@ export interface IngestJob {
   chunks: ChunkInput[];
 }
 
-export interface KeywordHit {
-  id: string;
-  score: number;
-}
-
 /** Sent back instead of throwing, since a thrown error loses its code across RPC. */
 export type IngestResult = { status: "ready"; chunks: number } | { status: "indexing"; remaining: number } | { status: "failed"; error: string };
-
-type ChunkRow = { rowid: number; id: string; document_id: string | null; position: number; text: string | null; metadata: string };
-
-function toChunk(r: Omit<ChunkRow, "rowid">): StoredChunk {
-  return { id: r.id, documentId: r.document_id ?? "", position: r.position, text: r.text ?? "", metadata: JSON.parse(r.metadata) as VectorMetadata };
-}
 
 /**
  * One per knowledge base. Its SQLite holds the chunks (text, document id, metadata JSON), an FTS5
  * keyword index over them (scored by KeywordScorer) and their vectors (VectorStore: int8, packed
  * many per row, scanned with SIMD in memory). A query's whole retrieval runs here in one call
- * (retrieve). Large documents are ingested in steps: pending chunks wait in SQLite and the alarm
+ * (retrieve, by ChunkRetriever); this class owns the writes. Large documents are ingested in steps: pending chunks wait in SQLite and the alarm
  * continues.
  */
 export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly vectors: VectorStore;
   private readonly keywords: KeywordScorer;
+  private readonly retriever: ChunkRetriever;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.vectors = new VectorStore(this.sql);
     this.keywords = new KeywordScorer(ctx.storage);
+    this.retriever = new ChunkRetriever(this.sql, this.vectors, this.keywords);
     this.migrate();
   }
 
@@ -124,29 +113,6 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.vectors.remove(rowids);
   }
 
-  /** The rowids the filter admits, read by its SQL form. */
-  private allowedRowids(filter: FilterNode): Set<number> {
-    const where = filterToSql(filter);
-    const rows = this.sql.exec<{ rowid: number }>(`SELECT rowid FROM items WHERE ${where.sql}`, ...where.params).toArray();
-    return new Set(rows.map((r) => r.rowid));
-  }
-
-  /** Some rows by rowid, in batches under SQLite's parameter limit. */
-  private rowsByRowid(rowids: number[], columns: string): ChunkRow[] {
-    const out: ChunkRow[] = [];
-    for (let i = 0; i < rowids.length; i += IN_BATCH) {
-      const part = rowids.slice(i, i + IN_BATCH);
-      out.push(...this.sql.exec<ChunkRow>(`SELECT rowid, ${columns} FROM items WHERE rowid IN (${part.map(() => "?").join(",")})`, ...part).toArray());
-    }
-    return out;
-  }
-
-  /** Ids (and, when asked, parsed metadata) of some rows, by rowid. */
-  private rowsOf(rowids: number[], withMetadata: boolean): Map<number, { id: string; metadata: VectorMetadata }> {
-    const rows = this.rowsByRowid(rowids, withMetadata ? "id, metadata" : "id, '{}' AS metadata");
-    return new Map(rows.map((r) => [r.rowid, { id: r.id, metadata: withMetadata ? (JSON.parse(r.metadata) as VectorMetadata) : {} }]));
-  }
-
   // ---------- RPC: the Vectorize-shaped vector index ----------
 
   async vectorUpsert(vectors: { id: string; values: number[]; metadata?: VectorMetadata }[]): Promise<{ count: number }> {
@@ -157,18 +123,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   }
 
   async vectorQuery(vector: number[], options: { topK: number; filter?: FilterNode; returnMetadata?: boolean }): Promise<{ matches: VectorMatch[] }> {
-    const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
-    const ranked = this.vectors.nearest(vector, topK, options.filter ? this.allowedRowids(options.filter) : undefined);
-    const meta = this.rowsOf(ranked.map((r) => r.rowid), options.filter !== undefined || options.returnMetadata === true);
-    const matches: VectorMatch[] = [];
-    for (const r of ranked) {
-      const m = meta.get(r.rowid);
-      if (!m) continue;
-      // The same filter, read as a predicate: SQL chose the candidates, this confirms each one.
-      if (options.filter && !matchesFilter(options.filter, m.metadata)) continue;
-      matches.push({ id: m.id, score: r.score, metadata: options.returnMetadata ? m.metadata : undefined });
-    }
-    return { matches };
+    return this.retriever.vectorQuery(vector, options);
   }
 
   async vectorGetByIds(ids: string[]): Promise<{ id: string; values: number[]; metadata?: VectorMetadata }[]> {
@@ -195,125 +150,25 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     return { count };
   }
 
-  // ---------- RPC: retrieval ----------
-
-  /** BM25 candidates by rowid; if the in-memory scorer fails, FTS5 ranks the same way in SQL. */
-  private keywordRows(text: string, topK: number, filter: FilterNode | undefined, allowed: Set<number> | undefined): Scored<number>[] {
-    const terms = queryTerms(text);
-    if (terms.length === 0) return [];
-    const chosen = selectTerms(terms, (t) => this.keywords.frequencyOf(t));
-    if (chosen.length === 0) return [];
-    try {
-      return this.keywords.score(chosen, topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
-    } catch (error) {
-      console.error(JSON.stringify({ level: "warn", what: "in-memory BM25 failed; using FTS5 rank", error: error instanceof Error ? error.message : String(error) }));
-      const where = filter ? filterToSql(filter) : undefined;
-      return this.sql
-        .exec<{ rowid: number; score: number }>(
-          `SELECT rowid, -rank AS score FROM items_fts WHERE items_fts MATCH ? ${where ? `AND rowid IN (SELECT rowid FROM items WHERE ${where.sql})` : ""} ORDER BY rank LIMIT ?`,
-          matchExpression(chosen),
-          ...(where?.params ?? []),
-          topK,
-        )
-        .toArray()
-        .map((r) => ({ id: r.rowid, score: r.score }));
-    }
-  }
+  // ---------- RPC: retrieval (ChunkRetriever) ----------
 
   /** BM25 over FTS5, restricted by the filter (pseudo-relevance feedback reads this directly). */
   async keywordSearch(text: string, options: { topK: number; filter?: FilterNode }): Promise<KeywordHit[]> {
-    const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
-    const rows = this.keywordRows(text, topK, options.filter, options.filter ? this.allowedRowids(options.filter) : undefined);
-    const info = this.rowsOf(rows.map((r) => r.id), options.filter !== undefined);
-    const hits: KeywordHit[] = [];
-    for (const row of rows) {
-      const item = info.get(row.id);
-      if (!item) continue;
-      if (options.filter && !matchesFilter(options.filter, item.metadata)) continue;
-      hits.push({ id: item.id, score: row.score });
-    }
-    return hits;
+    return this.retriever.keywordSearch(text, options);
   }
 
-  /** Vector matches given by chunk id (from a Vectorize index), as rowids the filter admits. */
-  private rowidsOfHits(hits: Scored[], allowed: Set<number> | undefined): Scored<number>[] {
-    const rowidOf = new Map<string, number>();
-    for (let i = 0; i < hits.length; i += IN_BATCH) {
-      const part = hits.slice(i, i + IN_BATCH).map((h) => h.id);
-      for (const r of this.sql.exec<{ rowid: number; id: string }>(`SELECT rowid, id FROM items WHERE id IN (${part.map(() => "?").join(",")})`, ...part)) rowidOf.set(r.id, r.rowid);
-    }
-    return hits.flatMap((h) => {
-      const rowid = rowidOf.get(h.id);
-      return rowid !== undefined && (!allowed || allowed.has(rowid)) ? [{ id: rowid, score: h.score }] : [];
-    });
-  }
-
-  /**
-   * A query's whole retrieval in one call: keyword and vector candidates per query, fusion, the
-   * score cutoff and limits, then the text of only the chunks the answer shows. Every chunk
-   * returned is confirmed against the filter's predicate form as well as its SQL form.
-   */
+  /** A query's whole retrieval in one call (see ChunkRetriever.retrieve). */
   async retrieve(request: RetrieveRequest): Promise<RetrieveResult> {
-    const allowed = request.filter ? this.allowedRowids(request.filter) : undefined;
-    const perQuery = request.queries.map((query) => {
-      const keyword = request.mode !== "vector" ? this.keywordRows(query.text, request.depth, request.filter, allowed) : [];
-      let vector: Scored<number>[] = [];
-      if (request.mode !== "keyword" && query.vector) vector = this.vectors.nearest(query.vector, request.depth, allowed).map((r) => ({ id: r.rowid, score: r.score }));
-      else if (request.mode !== "keyword" && query.vectorHits) vector = this.rowidsOfHits(query.vectorHits, allowed);
-      return fuseHalves(keyword, vector, request);
-    });
-    const shortlist = fuseQueries(perQuery, request.dataFusion)
-      .filter((s) => request.scoreCutoff === undefined || s.score >= request.scoreCutoff)
-      .slice(0, request.depth);
-    const shaping = needsShaping(request);
-    // Plain chunk results read only the top `topK` (more only if some fail the filter's predicate).
-    const ranked: RankedChunk[] = [];
-    const batch = shaping ? shortlist.length : request.topK;
-    for (let i = 0; i < shortlist.length && (shaping || ranked.length < request.topK); i += batch) {
-      const part = shortlist.slice(i, i + batch);
-      const rows = new Map(this.rowsByRowid(part.map((s) => s.id), "id, document_id, position, text, metadata").map((r) => [r.rowid, r]));
-      for (const s of part) {
-        const row = rows.get(s.id);
-        if (!row) continue;
-        const chunk = toChunk(row);
-        if (request.filter && !matchesFilter(request.filter, chunk.metadata)) continue;
-        ranked.push({ chunk, score: s.score });
-      }
-    }
-    const kept = keepTopGroups(request.unit, applyLimits(ranked, request), request.topK);
-    return { ranked: kept, pageTexts: request.unit === "pages" ? this.pageTexts(kept) : [] };
-  }
-
-  /** The whole text of each page some ranked chunks come from. */
-  private pageTexts(ranked: RankedChunk[]): [string, string][] {
-    const pages = new Set(ranked.map(({ chunk }) => pageKey(chunk)));
-    const texts = new Map<string, string>();
-    for (const documentId of new Set(ranked.map(({ chunk }) => chunk.documentId))) {
-      for (const row of this.sql.exec<Omit<ChunkRow, "rowid">>("SELECT id, document_id, position, text, metadata FROM items WHERE document_id = ? ORDER BY position LIMIT 20000", documentId)) {
-        const chunk = toChunk(row);
-        const key = pageKey(chunk);
-        if (pages.has(key)) texts.set(key, texts.has(key) ? `${texts.get(key)}\n\n${chunk.text}` : chunk.text);
-      }
-    }
-    return [...texts];
+    return this.retriever.retrieve(request);
   }
 
   async getChunks(ids: string[]): Promise<StoredChunk[]> {
-    const out: StoredChunk[] = [];
-    for (let i = 0; i < ids.length; i += IN_BATCH) {
-      const part = ids.slice(i, i + IN_BATCH);
-      for (const r of this.sql.exec<Omit<ChunkRow, "rowid">>(`SELECT id, document_id, position, text, metadata FROM items WHERE id IN (${part.map(() => "?").join(",")})`, ...part)) out.push(toChunk(r));
-    }
-    return out;
+    return this.retriever.getChunks(ids);
   }
 
   /** Every chunk of some documents, in order (retrieval_unit documents/pages, summaries). */
   async documentChunks(documentIds: string[], limitPerDocument: number): Promise<StoredChunk[]> {
-    const out: StoredChunk[] = [];
-    for (const documentId of documentIds) {
-      for (const r of this.sql.exec<Omit<ChunkRow, "rowid">>("SELECT id, document_id, position, text, metadata FROM items WHERE document_id = ? ORDER BY position LIMIT ?", documentId, limitPerDocument)) out.push(toChunk(r));
-    }
-    return out;
+    return this.retriever.documentChunks(documentIds, limitPerDocument);
   }
 
   /** Removes documents' chunks, keyword entries, vectors and any pending steps. */
