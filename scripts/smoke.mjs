@@ -8,7 +8,13 @@
 //   --large chunks that only finishes from the index Durable Object's alarm.
 // Prints one line per step; exits 1 on the first failure.
 const argv = new Map(process.argv.slice(2).map((a) => {
+  // A bare URL is the base, as the other scripts take it; anything else unknown is refused.
+  if (/^https?:\/\//.test(a)) return ["base", a];
   const [key, value] = a.replace(/^--/, "").split("=");
+  if (!["base", "large"].includes(key)) {
+    console.error(`smoke: unknown argument "${a}"; usage: npm run smoke [-- --base=URL] [--large=5000]`);
+    process.exit(2);
+  }
   return [key, value ?? "true"];
 }));
 const base = (argv.get("base") ?? process.env.LOOM_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
