@@ -44,6 +44,8 @@ export interface Env {
   VECTORIZE?: Vectorize;
   /** "durable-object" (default) or "vectorize". */
   KB_VECTOR_BACKEND?: string;
+  /** Chunks one knowledge base may hold (default 200,000, or 1,000,000 with Vectorize). */
+  KB_MAX_CHUNKS?: string;
 }
 
 /** Who is calling, established by the auth middleware. */

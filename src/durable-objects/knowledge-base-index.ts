@@ -3,6 +3,7 @@ import type { Env } from "../env";
 import type { FilterNode } from "../features/knowledge-bases/metadata-filter";
 import type { VectorMatch, VectorMetadata } from "../features/knowledge-bases/vector-index";
 import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
+import { maxChunksPerKnowledgeBase } from "../lib/config";
 import { resolveEmbedder } from "../features/knowledge-bases/embedders";
 import { markDocumentIndexed } from "../features/knowledge-bases/documents.repository";
 import { VectorStore } from "../features/knowledge-bases/vector-store";
@@ -213,7 +214,13 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
    * one step is continued by the alarm; every step commits before the next starts, so a restart
    * resumes where it stopped.
    */
-  async ingest(job: IngestJob, options: { reset: boolean; start: boolean }): Promise<IngestResult> {
+  async ingest(job: IngestJob, options: { reset: boolean; start: boolean; total?: number }): Promise<IngestResult> {
+    if (options.reset && options.total !== undefined) {
+      // Capacity is checked before anything is queued, so a refused document leaves nothing behind.
+      const limit = maxChunksPerKnowledgeBase(this.env);
+      const held = this.sql.exec<{ n: number }>("SELECT (SELECT count(*) FROM items WHERE document_id IS NOT ? ) + (SELECT count(*) FROM pending WHERE document_id != ?) AS n", job.documentId, job.documentId).one().n;
+      if (held + options.total > limit) return { status: "failed", error: `the knowledge base holds ${held} chunk${held === 1 ? "" : "s"} and this document gives ${options.total}; the limit is ${limit} chunks per knowledge base (KB_MAX_CHUNKS)` };
+    }
     this.ctx.storage.transactionSync(() => {
       if (options.reset) this.sql.exec("DELETE FROM pending WHERE document_id = ?", job.documentId);
       for (const chunk of job.chunks) {

@@ -23,3 +23,19 @@ export function accessTokenTtlSeconds(env: Env): number {
   const parsed = Number(env.ACCESS_TOKEN_TTL_SECONDS ?? "86400");
   return Number.isFinite(parsed) && parsed > 0 ? Math.floor(parsed) : 86400;
 }
+
+/** A positive whole-number setting from a variable; anything else (absent, not a number, 0 or less) gives the default. */
+export function intSetting(value: string | undefined, fallback: number): number {
+  const n = Number(value);
+  return value !== undefined && Number.isFinite(n) && n > 0 ? Math.floor(n) : fallback;
+}
+
+/**
+ * Chunks one knowledge base may hold. With Loom's own vector index its vectors live in one Durable
+ * Object's memory (128 MB in production): 200k int8 vectors of 256 dimensions take ~52 MB next to
+ * the keyword caches. With Vectorize only the chunks and the keyword index are held there.
+ */
+export function maxChunksPerKnowledgeBase(env: Env): number {
+  const vectorize = (env.KB_VECTOR_BACKEND ?? "durable-object") === "vectorize";
+  return intSetting(env.KB_MAX_CHUNKS, vectorize ? 1_000_000 : 200_000);
+}

@@ -1,3 +1,4 @@
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { b64, createKb, fileData, indexText, post, query, send, type Body } from "./kb-fixtures";
@@ -51,6 +52,20 @@ describe("knowledge bases: create and fetch errors", () => {
 });
 
 describe("knowledge bases: indexing errors", () => {
+  it("refuses a document that would take a knowledge base past its chunk limit, queueing nothing", async () => {
+    const { key, kb } = await ownerKb();
+    await indexText(key, kb, "kept.txt", "Glaciers carve valleys over thousands of years.");
+    const stub = env.KB_INDEX.get(env.KB_INDEX.idFromName(kb));
+    // 200,000 chunks is the default limit with Loom's own vector index (KB_MAX_CHUNKS).
+    const limit = env.KB_VECTOR_BACKEND === "vectorize" ? 1_000_000 : 200_000;
+    const chunk = { id: "x-0", documentId: "x", position: 0, text: "Too many chunks.", metadata: {} };
+    const result = await stub.ingest({ kbId: kb, documentId: "x", embeddingModel: "loom/static-use-256", chunks: [chunk] }, { reset: true, start: true, total: limit });
+    expect(result).toEqual({ status: "failed", error: `the knowledge base holds 1 chunk and this document gives ${limit}; the limit is ${limit} chunks per knowledge base (KB_MAX_CHUNKS)` });
+    expect(await stub.stats()).toMatchObject({ chunks: 1, pending: 0 });
+    const q = await query(key, kb, { queries: ["glaciers valleys"] });
+    expect(q.items).toHaveLength(1);
+  });
+
   it("answers 400 naming a type it cannot read, and stores nothing", async () => {
     const { key, kb } = await ownerKb();
     const res = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("photo.png", "image/png", new Uint8Array([0x89, 0x50, 0x4e, 0x47])));

@@ -176,7 +176,8 @@ async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, doc: 
     result = { status: "indexing", remaining: chunks.length };
     for (let i = 0; i < chunks.length; i += CHUNKS_PER_CALL) {
       const last = i + CHUNKS_PER_CALL >= chunks.length;
-      result = await stub.ingest({ kbId: kb.id, documentId: id, embeddingModel: kb.embeddingModel, chunks: chunks.slice(i, i + CHUNKS_PER_CALL) }, { reset: i === 0, start: last });
+      result = await stub.ingest({ kbId: kb.id, documentId: id, embeddingModel: kb.embeddingModel, chunks: chunks.slice(i, i + CHUNKS_PER_CALL) }, { reset: i === 0, start: last, total: chunks.length });
+      if (result.status === "failed") break;
     }
   }
   if (result.status !== "indexing") await markDocumentIndexed(env, id, result);

@@ -40,7 +40,8 @@ export class VectorArena {
   /** Makes room for `n` rows, keeping the rows already written. */
   reserve(n: number): void {
     if (n <= this.capacity) return;
-    const capacity = Math.max(n, Math.ceil(this.capacity * 1.5), 1024);
+    // Half again while small, then 32k rows (8 MB at 256 dimensions) at a time: little slack in a 128 MB isolate.
+    const capacity = Math.max(n, Math.min(Math.ceil(this.capacity * 1.5), this.capacity + 32_768), 1024);
     const needed = QUERY_BYTES + capacity * (this.stride + 4);
     const memory = this.exports.memory;
     if (needed > memory.buffer.byteLength) memory.grow(Math.ceil((needed - memory.buffer.byteLength) / PAGE));

@@ -94,7 +94,7 @@ export class VectorStore {
   private reserve(n: number): void {
     this.arena?.reserve(n);
     if (n <= this.rowids.length) return;
-    const capacity = Math.max(n, Math.ceil(this.rowids.length * 1.5), 1024);
+    const capacity = Math.max(n, Math.min(Math.ceil(this.rowids.length * 1.5), this.rowids.length + 32_768), 1024);
     const rowids = new Int32Array(capacity);
     rowids.set(this.rowids.subarray(0, this.count));
     const scales = new Float32Array(capacity);

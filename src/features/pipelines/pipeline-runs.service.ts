@@ -5,6 +5,7 @@ import { users } from "../../db/schema/identity";
 import { pipelineRuns, type RunStatus } from "../../db/schema/pipelines";
 import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
+import { intSetting } from "../../lib/config";
 import type { RunActionResult, RunInit, RunView } from "../../durable-objects/pipeline-run-object";
 import type { PipelineGraph } from "./pipeline-graph";
 import { NodeFailure, type SubPipelineRequest, type SubPipelineResult } from "./pipeline-services";
@@ -32,11 +33,6 @@ interface RunObjectApi {
 /** One run, one object: the run id names it. */
 export function runStub(env: Env, runId: string): RunObjectApi {
   return env.PIPELINE_RUNS.get(env.PIPELINE_RUNS.idFromName(runId)) as unknown as RunObjectApi;
-}
-
-function intSetting(value: string | undefined, fallback: number): number {
-  const n = Number(value);
-  return value !== undefined && Number.isFinite(n) && n > 0 ? Math.floor(n) : fallback;
 }
 
 export const maxConcurrentRuns = (env: Env): number => intSetting(env.PIPELINE_MAX_CONCURRENT_RUNS, 100);
