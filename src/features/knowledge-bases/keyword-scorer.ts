@@ -202,7 +202,8 @@ export class KeywordScorer {
       if (idf <= 0) idf = 1e-6;
       for (let i = 0; i < rows.length; i++) {
         const rowid = rows[i];
-        if (rowid >= byRowid.length || (allowed && !allowed.has(rowid))) continue;
+        // 0: no stored length, so not a keyword row this scorer knows (never expected; never scored as length -1).
+        if (rowid >= byRowid.length || byRowid[rowid] === 0 || (allowed && !allowed.has(rowid))) continue;
         const tf = tfs[i];
         const length = byRowid[rowid] - 1;
         const s = (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgdl));
