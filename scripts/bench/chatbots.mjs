@@ -2,6 +2,7 @@
 // extractive answerer over a knowledge base), time to the first streamed event, and 50 messages
 // sent at once to one conversation, checked to be all stored, in order.
 // Needs a running Loom (`npm start`); LOOM_URL picks it.
+import { percentile } from "../latency.mjs";
 const BASE = process.env.LOOM_URL ?? "http://127.0.0.1:8787";
 const SEQUENTIAL = Number(process.env.BENCH_CHATBOT_RUNS ?? 100);
 const STREAMED = Number(process.env.BENCH_CHATBOT_STREAMS ?? 50);
@@ -57,7 +58,6 @@ const setup = knowledgeBaseIds.length ? "extractive answerer over a 5-passage kn
 const { id } = await post("/v1/chatbot", { name: `bench-${tag}`, description: "bench", ...(knowledgeBaseIds.length ? { knowledge_base_ids: knowledgeBaseIds } : { system_prompt: "Answer briefly." }) }, auth);
 
 const QUESTIONS = ["In what order are messages answered?", "What does the public profile show?", "What do visitors see?", "How are webhooks checked?", "How long is the history?"];
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 const fmt = (ms) => `${ms.toFixed(1)} ms`;
 
 // Probe once: a build without the provider layer answers 503, which is reported, not timed.

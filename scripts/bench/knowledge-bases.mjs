@@ -9,6 +9,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
+import { percentile } from "../latency.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -17,9 +18,6 @@ function rng(seed) {
   return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
 }
 
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 export async function run({ base, args }) {
   const levels = (args.get("levels") ?? "1000,10000,100000").split(",").map(Number);

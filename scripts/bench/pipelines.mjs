@@ -1,5 +1,6 @@
 // Pipelines bench: sync-run latency (p50, p99) of a five-node offline pipeline, and how many such
 // runs complete per second with 50 in flight. Needs a running Loom (`npm start`); LOOM_URL picks it.
+import { percentile } from "../latency.mjs";
 const BASE = process.env.LOOM_URL ?? "http://127.0.0.1:8787";
 const SEQUENTIAL = Number(process.env.BENCH_PIPELINE_RUNS ?? 200);
 const THROUGHPUT_RUNS = Number(process.env.BENCH_PIPELINE_THROUGHPUT_RUNS ?? 500);
@@ -46,7 +47,6 @@ async function runOnce(i) {
   return ms;
 }
 
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 for (let i = 0; i < 20; i++) await runOnce(i); // warm-up: first objects, compiled code paths
 const latencies = [];

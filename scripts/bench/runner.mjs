@@ -4,9 +4,7 @@
 //   - GET /v1/knowledge-base?id= with an API key: auth (one D1 read of the key) and one D1 read.
 // Compare `npm start` with `npm run dev` (wrangler dev) on the same machine and code.
 // Options: --requests=2000 (per figure, after --warmup=200)
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
+import { measureLatency } from "../latency.mjs";
 
 export async function run({ base, args }) {
   const requests = Number(args.get("requests") ?? 2000);
@@ -32,15 +30,7 @@ export async function run({ base, args }) {
       await response.arrayBuffer();
       if (response.status !== status) throw new Error(`${label}: expected ${status}, got ${response.status}`);
     };
-    for (let i = 0; i < warmup; i++) await once();
-    const samples = [];
-    for (let i = 0; i < requests; i++) {
-      const started = performance.now();
-      await once();
-      samples.push(performance.now() - started);
-    }
-    samples.sort((a, b) => a - b);
-    return { label, p50: percentile(samples, 50), p99: percentile(samples, 99) };
+    return { label, ...(await measureLatency(once, { warmup, runs: requests })) };
   }
 
   const rows = [

@@ -3,6 +3,8 @@
 // not throughput. The baseline is an authenticated fetch of the same record (auth + one D1
 // read), so `run - baseline` is what the sandbox adds: a fresh interpreter, the Dynamic
 // Worker hop (when there is a loader), input and output validation.
+import { measureLatency } from "../latency.mjs";
+
 const base = process.env.LOOM_URL ?? "http://127.0.0.1:8787";
 const runs = Number(process.env.BENCH_RUNS ?? 300);
 const warmup = 20;
@@ -15,20 +17,9 @@ async function call(path, init = {}) {
 }
 const jsonInit = (body, key) => ({ method: "POST", headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) });
 
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 async function time(label, fn) {
-  for (let i = 0; i < warmup; i++) await fn();
-  const samples = [];
-  for (let i = 0; i < runs; i++) {
-    const started = performance.now();
-    await fn();
-    samples.push(performance.now() - started);
-  }
-  samples.sort((a, b) => a - b);
-  return { label, p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  return { label, ...(await measureLatency(fn, { warmup, runs })) };
 }
 
 const suffix = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
