@@ -20,8 +20,7 @@ export function signupAllowed(env: Env): boolean {
 }
 
 export function accessTokenTtlSeconds(env: Env): number {
-  const parsed = Number(env.ACCESS_TOKEN_TTL_SECONDS ?? "86400");
-  return Number.isFinite(parsed) && parsed > 0 ? Math.floor(parsed) : 86400;
+  return intSetting(env.ACCESS_TOKEN_TTL_SECONDS, 86400);
 }
 
 /** A positive whole-number setting from a variable; anything else (absent, not a number, 0 or less) gives the default. */

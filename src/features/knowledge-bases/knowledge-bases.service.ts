@@ -7,7 +7,7 @@ import { newId, isId } from "../../lib/ids";
 import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
 import { auditInsert } from "../audit/audit.service";
 import { DEFAULT_EMBEDDING_MODEL, resolveEmbedder } from "./embedders";
-import { indexStub, DurableObjectVectorIndex } from "./durable-object-vector-index";
+import { indexStub } from "./durable-object-vector-index";
 import { vectorIndexFor } from "./vector-backend";
 import type { KnowledgeBaseCreateInput } from "./knowledge-bases.schemas";
 
@@ -161,7 +161,3 @@ export async function deleteDocuments(env: Env, auth: AuthContext, kbId: string,
   return documentIds;
 }
 
-/** The vector index a knowledge base queries: Vectorize when configured, else its Durable Object. */
-export function vectorIndexOf(env: Env, kbId: string) {
-  return vectorIndexFor(env, kbId) ?? new DurableObjectVectorIndex(indexStub(env, kbId));
-}
