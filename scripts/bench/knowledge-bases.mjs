@@ -5,7 +5,8 @@
 // those of real technical prose.
 // After the last level, the first query after the index object has been idle long enough to be
 // evicted (its memory gone, reloaded from its SQLite) is timed --cold times (default 3; 0 skips).
-// Options: --levels=1000,10000,100000  --queries=200  --chunk-size=48  --doc-chunks=2000  --cold=3  --keep
+// Then --concurrency (default 8; 0 skips) queries in flight measure one knowledge base's throughput.
+// Options: --levels=1000,10000,100000  --queries=200  --chunk-size=48  --doc-chunks=2000  --concurrency=8  --cold=3  --keep
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
@@ -99,6 +100,29 @@ export async function run({ base, args }) {
     rows.push(row);
     console.log(`${String(chunks).padStart(7)} chunks | indexed ${newChunks} in ${indexSeconds.toFixed(1)} s = ${row.chunksPerSecond.toFixed(0)} chunks/s | hybrid top-10 p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms (${queryCount} queries)`);
   }
+  // Throughput at the last level: queries with --concurrency in flight (one knowledge base's index
+  // object answers them one at a time, so this is that object's rate, plus HTTP in parallel).
+  const concurrency = Number(args.get("concurrency") ?? 8);
+  if (concurrency > 0) {
+    const total = Math.max(queryCount, concurrency * 25);
+    const times = [];
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < total) {
+          const i = next++;
+          const q0 = performance.now();
+          await api(`/v1/knowledge-base/${kb}/query`, { method: "POST", token: key, body: { queries: [queries[i % queries.length]], search_metadata: { top_k: 10 } } });
+          times.push(performance.now() - q0);
+        }
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    times.sort((a, b) => a - b);
+    console.log(`${total} hybrid queries, ${concurrency} in flight, at ${rows[rows.length - 1].chunks} chunks: ${(total / seconds).toFixed(0)} queries/s, p50 ${percentile(times, 50).toFixed(1)} ms, p99 ${percentile(times, 99).toFixed(1)} ms`);
+  }
+
   // A Durable Object idle for ~10 s is evicted; its next query reloads vectors, lengths and cached postings.
   const coldRuns = Number(args.get("cold") ?? 3);
   const cold = [];
