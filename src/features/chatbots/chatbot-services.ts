@@ -102,7 +102,7 @@ async function queryKnowledge(env: Env, query: KnowledgeQuery): Promise<MessageS
 const FOLLOW_UP_PROMPT = "Suggest short follow-up questions the user might ask next in this conversation. Answer with one question per line and nothing else.";
 
 /** Follow-up questions from a generating model; the extractive answerer cannot invent any, so it suggests none. */
-async function followUpQuestions(model: ChatModel, question: string, answer: string, count: number, signal: AbortSignal): Promise<string[]> {
+export async function followUpQuestions(model: ChatModel, question: string, answer: string, count: number, signal: AbortSignal): Promise<string[]> {
   if (count === 0 || model.model === EXTRACTIVE_MODEL || signal.aborted) return [];
   const result = await model.complete({
     messages: [
