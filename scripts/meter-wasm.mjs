@@ -106,8 +106,9 @@ export interface MicroPythonOptions {
   pystack?: number;
   heapsize?: number;
   linebuffer?: boolean;
-  stdout?: (line: string) => void;
-  stderr?: (line: string) => void;
+  /** With linebuffer (the default) one string per line; without, one byte at a time. */
+  stdout?: (data: string | Uint8Array) => void;
+  stderr?: (data: string | Uint8Array) => void;
   instantiateWasm?: (imports: WebAssembly.Imports, done: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void) => WebAssembly.Exports;
 }
 export interface MicroPython {

@@ -1,5 +1,5 @@
 import { loadMicroPython } from "./generated/micropython.mjs";
-import { SETUP_FUEL, chargeHostCalls, failure, hostFault, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
+import { RunLog, SETUP_FUEL, chargeHostCalls, failure, hostFault, succeeded, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
 
 /** MicroPython's initial garbage-collected heap; it grows (through the capped hook below) as needed. */
 const INITIAL_HEAP_BYTES = 1024 * 1024;
@@ -108,13 +108,16 @@ function pythonError(error: unknown, phase: "parse" | "run"): SandboxOutcome | u
 export async function runPython(task: SandboxTask, wasm: WebAssembly.Module): Promise<SandboxOutcome> {
   let fuel: FuelExports | undefined;
   let phase: "parse" | "run" = "parse";
+  const log = new RunLog();
   try {
     const python = await loadMicroPython({
       heapsize: INITIAL_HEAP_BYTES,
       pystack: Math.max(256, Math.floor(task.limits.stackBytes / 16)),
+      // Byte by byte into a bounded log (the loader's own line buffer would grow without bound).
       linebuffer: false,
-      // print() output is not part of the result; dropped as it comes so it cannot pile up.
-      stdout: () => undefined,
+      stdout: (data) => {
+        if (phase === "run" && typeof data !== "string") for (const b of data) log.byte(b);
+      },
       stderr: () => undefined,
       instantiateWasm(imports, done) {
         const env = imports.env as Record<string, unknown>;
@@ -152,7 +155,7 @@ export async function runPython(task: SandboxTask, wasm: WebAssembly.Module): Pr
     const text = plainJson(python.PyProxy.toJs(python.globals.get("__loom_r")));
     if (text === undefined) return failure("not_json", "transformation must return a JSON object");
     if (text.length > task.limits.outputBytes) return failure("output_too_large", `transformation output exceeds ${task.limits.outputBytes} bytes`);
-    return { ok: true, outputJson: text };
+    return succeeded(text, log);
   } catch (error) {
     if (fuel && fuel.loom_get_fuel() < 0) return failure("fuel", "transformation exceeded its instruction budget");
     return pythonError(error, phase) ?? hostFault(error, fuel);

@@ -1,6 +1,6 @@
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle } from "quickjs-emscripten-core";
 import releaseSync from "@jitl/quickjs-wasmfile-release-sync";
-import { SETUP_FUEL, chargeHostCalls, failure, hostFault, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
+import { RunLog, SETUP_FUEL, chargeHostCalls, failure, hostFault, succeeded, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
 
 /**
  * Runs after the user's script, as a second script, so the user's top-level declarations are
@@ -47,6 +47,28 @@ function guestError(context: QuickJSContext, handle: QuickJSHandle, phase: "pars
   return failure("runtime", `transformation raised an error: ${truncate(`${name}: ${message}`)}`);
 }
 
+/** `console.log` and friends write one line each to the run's log: strings as they are, other values as JSON. */
+function installConsole(context: QuickJSContext, log: RunLog): void {
+  const console = context.newObject();
+  for (const level of ["log", "info", "warn", "error", "debug"]) {
+    const write = context.newFunction(level, (...args: QuickJSHandle[]) => {
+      const parts = args.map((arg) => {
+        if (context.typeof(arg) === "string") return context.getString(arg);
+        try {
+          return JSON.stringify(context.dump(arg)) ?? String(context.dump(arg));
+        } catch {
+          return String(context.dump(arg));
+        }
+      });
+      log.line(parts.join(" "));
+    });
+    context.setProp(console, level, write);
+    write.dispose();
+  }
+  context.setProp(context.global, "console", console);
+  console.dispose();
+}
+
 /** Whether the source declares `name` at its top level, as a function or a binding holding one. */
 export function declaresJavaScriptFunction(source: string, name: string): boolean {
   const escaped = name.replace(/\$/g, "\\$");
@@ -89,6 +111,8 @@ export async function runJavaScript(task: SandboxTask, wasm: WebAssembly.Module)
       return { ok: true, outputJson: null };
     }
 
+    const log = new RunLog();
+    installConsole(context, log);
     const loaded = context.evalCode(task.source, "transformation.js");
     if (loaded.error) {
       const outcome = guestError(context, loaded.error, "parse");
@@ -121,7 +145,7 @@ export async function runJavaScript(task: SandboxTask, wasm: WebAssembly.Module)
       case "ok": {
         const text = context.getProp(context.global, "__loomOut").consume((h) => context.getString(h));
         if (text.length > task.limits.outputBytes) return failure("output_too_large", `transformation output exceeds ${task.limits.outputBytes} bytes`);
-        return { ok: true, outputJson: text };
+        return succeeded(text, log);
       }
       case "missing":
         return failure("missing_function", `function_name '${task.functionName}' is not defined in the function source`);

@@ -43,7 +43,64 @@ export type SandboxFailure =
   | "runtime"
   | "crashed";
 
-export type SandboxOutcome = { ok: true; outputJson: string | null } | { ok: false; failure: SandboxFailure; message: string };
+/** `logs`: what the function printed (`console.*` in JavaScript, `print` in Python), bounded by RunLog. */
+export type SandboxOutcome = { ok: true; outputJson: string | null; logs?: string[] } | { ok: false; failure: SandboxFailure; message: string };
+
+/** Lines of printed output a run keeps, and the bytes of text they may hold together; a line is cut at LOG_LINE_BYTES. */
+export const LOG_MAX_LINES = 100;
+export const LOG_MAX_BYTES = 16_384;
+export const LOG_LINE_BYTES = 1_000;
+
+/**
+ * The printed output of one run, kept within LOG_MAX_LINES lines and LOG_MAX_BYTES bytes (what is
+ * past the cap is dropped as it comes, so a print loop cannot pile it up; fuel still bounds the
+ * loop). A last line says when something was dropped.
+ */
+export class RunLog {
+  private readonly kept: string[] = [];
+  private bytes = 0;
+  private dropped = false;
+  private pending: number[] = [];
+  private readonly decoder = new TextDecoder();
+
+  /** One whole line (JavaScript's console). */
+  line(text: string): void {
+    if (this.kept.length >= LOG_MAX_LINES || this.bytes >= LOG_MAX_BYTES) {
+      this.dropped = true;
+      return;
+    }
+    const cut = text.length > LOG_LINE_BYTES ? `${text.slice(0, LOG_LINE_BYTES)}...` : text;
+    this.kept.push(cut);
+    this.bytes += cut.length;
+  }
+
+  /** One byte of a stream (Python's stdout); lines end at "\n". */
+  byte(value: number): void {
+    if (value === 10) {
+      this.flush();
+      return;
+    }
+    if (this.kept.length >= LOG_MAX_LINES || this.bytes >= LOG_MAX_BYTES) this.dropped = true;
+    else if (this.pending.length <= LOG_LINE_BYTES) this.pending.push(value);
+  }
+
+  private flush(): void {
+    const bytes = this.pending;
+    this.pending = [];
+    this.line(this.decoder.decode(new Uint8Array(bytes)));
+  }
+
+  lines(): string[] {
+    if (this.pending.length) this.flush();
+    return this.dropped ? [...this.kept, `[more output dropped: a run keeps ${LOG_MAX_LINES} lines, ${LOG_MAX_BYTES} bytes]`] : [...this.kept];
+  }
+}
+
+/** An ok outcome, with the run's printed lines when there are any. */
+export function succeeded(outputJson: string | null, log?: RunLog): SandboxOutcome {
+  const logs = log?.lines() ?? [];
+  return logs.length ? { ok: true, outputJson, logs } : { ok: true, outputJson };
+}
 
 /** The two exports the build step adds to each interpreter's wasm. */
 export interface FuelExports {

@@ -30,6 +30,16 @@ describe("transformations: happy paths", () => {
     for (let i = 0; i < 2; i++) expect((await run(org.owner, py, {})).body.result).toEqual({ calls: 1 });
   });
 
+  it("returns what the function printed as logs, one string per line, and nothing when it printed nothing", async () => {
+    const org = await seedOrg();
+    const js = await create(org.owner, { function_name: "f", language: "javascript", function: "function f({ x }) { console.log('got', x, { deep: [1, 2] }); console.warn('careful'); return { y: x + 1 }; }" });
+    expect((await run(org.owner, js, { x: 1 })).body).toEqual({ status: "success", result: { y: 2 }, logs: ['got 1 {"deep":[1,2]}', "careful"] });
+    const py = await create(org.owner, { function_name: "f", function: "print('loaded')\ndef f(x):\n    print('got', x)\n    print('no newline at the end', end='')\n    return {'y': x + 1}\n" });
+    // Top-level prints are part of the run too: the source is loaded afresh for every run.
+    expect((await run(org.owner, py, { x: 1 })).body).toEqual({ status: "success", result: { y: 2 }, logs: ["loaded", "got 1", "no newline at the end"] });
+    expect((await run(org.owner, await createDoubleJs(org.owner), { x: 1 })).body).toEqual({ status: "success", result: { y: 2 } });
+  });
+
   it("awaits an async JavaScript function", async () => {
     const org = await seedOrg();
     const id = await create(org.owner, { function_name: "later", language: "javascript", function: "async function later({ words }) { await null; return { count: words.length, upper: words.map((w) => w.toUpperCase()) }; }" });

@@ -73,6 +73,25 @@ describe("transformations: hostile functions end in bounded time with their docu
     });
   }
 
+  it("keeps at most 100 lines of printed output, and says when it dropped some", async () => {
+    const org = await seedOrg();
+    for (const [language, source] of [
+      ["javascript", "function f() { console.log('x'.repeat(3000)); for (let i = 0; i < 400; i++) console.log(i + ' ' + 'y'.repeat(100)); return { done: true }; }"],
+      ["python", "def f():\n    print('x' * 3000)\n    for i in range(400):\n        print(i, 'y' * 100)\n    return {'done': True}\n"],
+    ] as const) {
+      const id = await create(org.owner, { function_name: "f", language, function: source });
+      const { status, body } = await run(org.owner, id, {});
+      expect(status, JSON.stringify(body).slice(0, 300)).toBe(200);
+      expect(body.result).toEqual({ done: true });
+      const logs = body.logs as string[];
+      expect(logs.length).toBeLessThanOrEqual(101);
+      expect(logs.join("").length).toBeLessThanOrEqual(16_384 + 2_000);
+      expect(logs[0]).toBe(`${"x".repeat(1_000)}...`);
+      expect(logs[1]).toBe(`0 ${"y".repeat(100)}`);
+      expect(logs.at(-1)).toBe("[more output dropped: a run keeps 100 lines, 16384 bytes]");
+    }
+  });
+
   it("keeps working after several runaway runs in a row", async () => {
     const org = await seedOrg();
     const loop = await create(org.owner, { function_name: "f", language: "javascript", function: "function f() { for (;;) {} }" });

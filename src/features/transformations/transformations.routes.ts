@@ -3,7 +3,7 @@ import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
 import { FetchQuery, ListQuery, listEnvelope } from "../../lib/ownership";
 import { TransformationCreateBody, TransformationParams, TransformationRunBody } from "./transformations.schemas";
-import { createTransformation, deleteTransformation, getTransformation, listTransformations, runTransformation } from "./transformations.service";
+import { createTransformation, deleteTransformation, getTransformation, listTransformations, runTransformationWithLogs } from "./transformations.service";
 
 export function registerTransformationRoutes(app: OpenAPIHono<AppBindings>): void {
   const tags = ["Transformations"];
@@ -48,11 +48,14 @@ export function registerTransformationRoutes(app: OpenAPIHono<AppBindings>): voi
       path: "/v1/transformation/:id/run",
       summary: "Run a transformation on inputs",
       description:
-        "Runs the function in a fresh sandboxed interpreter (QuickJS or MicroPython in WebAssembly) with an instruction budget, a memory cap, a stack cap and an output cap; exceeding any is a 400.",
+        "Runs the function in a fresh sandboxed interpreter (QuickJS or MicroPython in WebAssembly) with an instruction budget, a memory cap, a stack cap and an output cap; exceeding any is a 400. What the function prints (`console.log` and friends, Python `print`) comes back as `logs`, one string per line (at most 100 lines, 16 KiB), when there is any.",
       params: TransformationParams,
       body: TransformationRunBody,
       responses: { 404: "No such transformation" },
     },
-    async (c, { params, body }) => c.json({ status: "success", result: await runTransformation(c.env, c.get("auth"), params.id, body.inputs) }),
+    async (c, { params, body }) => {
+      const { result, logs } = await runTransformationWithLogs(c.env, c.get("auth"), params.id, body.inputs);
+      return c.json({ status: "success", result, ...(logs.length ? { logs } : {}) });
+    },
   );
 }

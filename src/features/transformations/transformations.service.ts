@@ -127,6 +127,11 @@ export async function deleteTransformation(env: Env, auth: AuthContext, id: stri
  * Pipelines call this for their transformation steps.
  */
 export async function runTransformation(env: Env, auth: AuthContext, id: string, inputs: Record<string, unknown>): Promise<Record<string, unknown>> {
+  return (await runTransformationWithLogs(env, auth, id, inputs)).result;
+}
+
+/** The same, with what the function printed (`console.*` / `print`), for the run route. */
+export async function runTransformationWithLogs(env: Env, auth: AuthContext, id: string, inputs: Record<string, unknown>): Promise<{ result: Record<string, unknown>; logs: string[] }> {
   const row = await loadVisible(env, auth, id);
   const inputSchema = schemaOrThrow(JSON.parse(row.inputSchema) as IoSchema, "input_schema");
   const outputSchema = schemaOrThrow(JSON.parse(row.outputSchema) as IoSchema, "output_schema");
@@ -145,5 +150,5 @@ export async function runTransformation(env: Env, auth: AuthContext, id: string,
   if (typeof result !== "object" || result === null || Array.isArray(result)) throw badRequest("transformation must return a JSON object");
   const outputProblem = validateAgainst(outputSchema, result, "outputs");
   if (outputProblem) throw badRequest(outputProblem);
-  return result as Record<string, unknown>;
+  return { result: result as Record<string, unknown>, logs: outcome.logs ?? [] };
 }
