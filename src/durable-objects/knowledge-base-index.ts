@@ -11,8 +11,6 @@ import { KeywordScorer, wordCount } from "../features/knowledge-bases/keyword-sc
 import { ChunkRetriever, type KeywordHit } from "../features/knowledge-bases/chunk-retriever";
 import type { RetrieveRequest, RetrieveResult, StoredChunk } from "../features/knowledge-bases/retrieval";
 
-export type { StoredChunk } from "../features/knowledge-bases/retrieval";
-export type { KeywordHit } from "../features/knowledge-bases/chunk-retriever";
 
 /** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
 const STEP_CHUNKS = 1000;

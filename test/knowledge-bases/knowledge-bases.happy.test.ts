@@ -6,6 +6,15 @@ import { makeDocx, makePdf } from "./documents";
 
 const kbStub = (kbId: string) => env.KB_INDEX.get(env.KB_INDEX.idFromName(kbId));
 
+/** A fresh organization's knowledge base holding the four CORPUS documents. */
+async function corpusKb() {
+  const org = await seedOrg();
+  const key = org.owner.apiKey;
+  const kb = await createKb(key);
+  const ids = await seedCorpus(key, kb);
+  return { key, kb, ids };
+}
+
 /** Vectors a knowledge base holds, wherever this test project keeps them (see vitest.config.ts). */
 async function storedVectors(kbId: string): Promise<number> {
   if (env.KB_VECTOR_BACKEND !== "vectorize") return (await kbStub(kbId).stats()).vectors;
@@ -184,13 +193,6 @@ describe("knowledge bases: formats", () => {
 });
 
 describe("knowledge bases: query options", () => {
-  async function corpusKb() {
-    const org = await seedOrg();
-    const key = org.owner.apiKey;
-    const kb = await createKb(key);
-    const ids = await seedCorpus(key, kb);
-    return { key, kb, ids };
-  }
 
   it("runs keyword, vector and hybrid search (rrf and weighted)", async () => {
     const { key, kb, ids } = await corpusKb();
@@ -283,13 +285,6 @@ describe("knowledge bases: query options", () => {
 });
 
 describe("knowledge bases: filters", () => {
-  async function corpusKb() {
-    const org = await seedOrg();
-    const key = org.owner.apiKey;
-    const kb = await createKb(key);
-    const ids = await seedCorpus(key, kb);
-    return { key, kb, ids };
-  }
   const everything = "whales volcano bread rockets lava yeast space marine";
 
   const cases: [string, Body, (ids: Record<string, string>) => string[]][] = [
@@ -342,10 +337,7 @@ describe("knowledge bases: the index Durable Object", () => {
   });
 
   it("keeps keyword scores across an eviction, and never answers from a stale cache after a write", async () => {
-    const org = await seedOrg();
-    const key = org.owner.apiKey;
-    const kb = await createKb(key);
-    const ids = await seedCorpus(key, kb);
+    const { key, kb, ids } = await corpusKb();
     const body = { queries: ["whales bread rockets"], search_metadata: { top_k: 10 }, config: { retrieval_config: { search_mode: "keyword" } } };
     const before = await query(key, kb, body);
     expect(before.items.map((i) => i.document_id)).toContain(ids.whales);

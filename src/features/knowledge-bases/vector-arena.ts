@@ -16,7 +16,7 @@ const PAGE = 65_536;
 /** The query's region: the first page, so dimensions up to 65,536. */
 const QUERY_BYTES = PAGE;
 const LANE_BYTES = 32;
-export const MAX_ARENA_DIMS = QUERY_BYTES;
+const MAX_ARENA_DIMS = QUERY_BYTES;
 
 export class VectorArena {
   readonly dims: number;
