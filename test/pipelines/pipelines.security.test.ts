@@ -1,8 +1,29 @@
 import { describe, expect, it } from "vitest";
 import { call, seedOrg } from "../helpers";
-import { createPipeline, send, SMALLEST, WITH_APPROVAL } from "./fixtures";
+import { createPipeline, send, SMALLEST, waitForRun, WITH_APPROVAL } from "./fixtures";
 
 const notFound = (what: string) => ({ status: 404, body: { status: "failed", error: `${what} not found` } });
+const forbidden = (error: string) => ({ status: 403, body: { status: "failed", error } });
+const ok = { status: 200, body: { status: "success" } };
+
+/** A run that stays in progress (sleeping) until someone pauses or terminates it. */
+const NAP = {
+  nodes: [
+    { id: "in", type: "input", config: { name: "q" } },
+    { id: "nap", type: "wait", config: { seconds: 600 } },
+    { id: "out", type: "output", config: { name: "answer", value: "{{nap}}" } },
+  ],
+  edges: [
+    { source: "in", target: "nap" },
+    { source: "nap", target: "out" },
+  ],
+};
+
+async function startRun(key: string, pipelineId: string, background = true): Promise<string> {
+  const run = await send(key, "POST", `/v1/pipeline/${pipelineId}/run`, { inputs: { q: "x" }, background });
+  expect(run.status).toBe(200);
+  return String(run.body.run_id);
+}
 
 describe("pipelines: security", () => {
   it("answers 401 with the Group A bodies on every route without a valid key", async () => {
@@ -67,5 +88,79 @@ describe("pipelines: security", () => {
     await createPipeline(theirs.owner.apiKey, SMALLEST, "shared-name");
     expect(await send(mine.owner.apiKey, "GET", `/v1/pipeline?name=shared-name&username=${theirs.owner.username}`)).toEqual(notFound("record"));
     expect(await send(mine.owner.apiKey, "GET", `/v1/pipeline?name=shared-name&org_name=${theirs.name}`)).toEqual(notFound("record"));
+  });
+
+  it("lets only a run's starter, the pipeline's owner or an admin pause, resume or terminate it", async () => {
+    const org = await seedOrg();
+    const author = await org.addMember("member");
+    const starter = await org.addMember("member");
+    const bystander = await org.addMember("member");
+    const admin = await org.addMember("admin");
+    const id = await createPipeline(author.apiKey, NAP);
+    const runId = await startRun(starter.apiKey, id);
+    const refusal = (action: string) => forbidden(`only the user who started run ${runId}, the pipeline's owner or an admin can ${action} it`);
+
+    expect(await send(bystander.apiKey, "POST", `/v1/pipeline/${id}/pause`, { run_id: runId })).toEqual(refusal("pause"));
+    expect(await send(bystander.apiKey, "POST", `/v1/pipeline/${id}/terminate`, { run_id: runId })).toEqual(refusal("terminate"));
+    expect((await send(bystander.apiKey, "GET", `/v1/pipeline/${id}/run/status/${runId}`)).body.status).toBe("in_progress");
+
+    expect(await send(starter.apiKey, "POST", `/v1/pipeline/${id}/pause`, { run_id: runId })).toEqual(ok);
+    expect(await send(bystander.apiKey, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] })).toEqual(refusal("resume"));
+    expect((await send(bystander.apiKey, "GET", `/v1/pipeline/${id}/run/status/${runId}`)).body.status).toBe("paused");
+    expect(await send(author.apiKey, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] })).toEqual(ok);
+    expect(await send(author.apiKey, "POST", `/v1/pipeline/${id}/pause`, { run_id: runId })).toEqual(ok);
+    expect(await send(starter.apiKey, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] })).toEqual(ok);
+    expect(await send(bystander.apiKey, "POST", `/v1/pipeline/${id}/terminate`, { run_id: runId })).toEqual(refusal("terminate"));
+    expect(await send(admin.apiKey, "POST", `/v1/pipeline/${id}/terminate`, { run_id: runId })).toEqual(ok);
+    expect((await send(starter.apiKey, "GET", `/v1/pipeline/${id}/run/status/${runId}`)).body).toMatchObject({ status: "terminated", error: "terminated by request" });
+
+    // The starter ends their own run; the organization's owner ends anyone's.
+    const own = await startRun(starter.apiKey, id);
+    expect(await send(starter.apiKey, "POST", `/v1/pipeline/${id}/terminate`, { run_id: own })).toEqual(ok);
+    const other = await startRun(bystander.apiKey, id);
+    expect(await send(org.owner.apiKey, "POST", `/v1/pipeline/${id}/terminate`, { run_id: other })).toEqual(ok);
+    // Resuming several runs is all or nothing, permissions included: one run not yours stops them all.
+    const mine = await startRun(starter.apiKey, id);
+    const theirs = await startRun(bystander.apiKey, id);
+    for (const [key, run] of [[starter.apiKey, mine], [bystander.apiKey, theirs]]) expect(await send(key, "POST", `/v1/pipeline/${id}/pause`, { run_id: run })).toEqual(ok);
+    expect(await send(starter.apiKey, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [mine, theirs] })).toEqual(forbidden(`only the user who started run ${theirs}, the pipeline's owner or an admin can resume it`));
+    expect((await send(starter.apiKey, "GET", `/v1/pipeline/${id}/run/status/${mine}`)).body.status).toBe("paused");
+    for (const run of [mine, theirs]) expect(await send(admin.apiKey, "POST", `/v1/pipeline/${id}/terminate`, { run_id: run })).toEqual(ok);
+  });
+
+  it("approving is its own permission: the pipeline's owner, an admin or a listed approver, not the run's starter", async () => {
+    const org = await seedOrg();
+    const author = await org.addMember("member");
+    const starter = await org.addMember("member");
+    const approver = await org.addMember("member");
+    const admin = await org.addMember("admin");
+    const refusal = (runId: string) => forbidden(`run ${runId} is waiting for approval at node gate; only the pipeline's owner, an admin or the node's approvers can approve it`);
+
+    const gated = await createPipeline(author.apiKey, WITH_APPROVAL);
+    const first = await startRun(starter.apiKey, gated, false);
+    expect(await send(starter.apiKey, "POST", `/v1/pipeline/${gated}/resume`, { run_ids: [first] })).toEqual(refusal(first));
+    expect(await send(approver.apiKey, "POST", `/v1/pipeline/${gated}/resume`, { run_ids: [first] })).toEqual(refusal(first));
+    expect((await send(starter.apiKey, "GET", `/v1/pipeline/${gated}/run/status/${first}`)).body.status).toBe("paused");
+    expect(await send(author.apiKey, "POST", `/v1/pipeline/${gated}/resume`, { run_ids: [first] })).toEqual(ok);
+    expect(await waitForRun(starter.apiKey, gated, first)).toMatchObject({ status: "completed", result: { answer: "Hello x" } });
+    const second = await startRun(starter.apiKey, gated, false);
+    expect(await send(admin.apiKey, "POST", `/v1/pipeline/${gated}/resume`, { run_ids: [second] })).toEqual(ok);
+    expect(await waitForRun(starter.apiKey, gated, second)).toMatchObject({ status: "completed" });
+
+    // A node may name its approvers; they approve even runs they neither started nor own.
+    const withApprovers = { ...WITH_APPROVAL, nodes: WITH_APPROVAL.nodes.map((n) => (n.id === "gate" ? { ...n, config: { approvers: [approver.userId] } } : n)) };
+    const listed = await createPipeline(author.apiKey, withApprovers);
+    const third = await startRun(starter.apiKey, listed, false);
+    expect(await send(starter.apiKey, "POST", `/v1/pipeline/${listed}/resume`, { run_ids: [third] })).toEqual(refusal(third));
+    expect(await send(approver.apiKey, "POST", `/v1/pipeline/${listed}/resume`, { run_ids: [third] })).toEqual(ok);
+    expect(await waitForRun(starter.apiKey, listed, third)).toMatchObject({ status: "completed", result: { answer: "Hello x" } });
+
+    // Approvers are users of the pipeline's organization.
+    const stranger = await seedOrg();
+    const foreign = { ...WITH_APPROVAL, nodes: WITH_APPROVAL.nodes.map((n) => (n.id === "gate" ? { ...n, config: { approvers: [stranger.owner.userId] } } : n)) };
+    expect(await send(author.apiKey, "POST", "/v1/pipeline", { name: "foreign-approver", ...foreign })).toEqual({
+      status: 400,
+      body: { status: "failed", error: `node gate: approver ${stranger.owner.userId} is not a user of your organization` },
+    });
   });
 });

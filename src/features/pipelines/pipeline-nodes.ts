@@ -48,7 +48,8 @@ export const NODE_CONFIGS = {
   transformation: z.strictObject({ transformation_id: zId(), inputs: TemplateMap.optional().default({}), ...Timeout }),
   condition: z.strictObject({ left: Template, operator: z.enum(CONDITION_OPERATORS), right: Template.optional().default(""), ...Timeout }),
   merge: z.strictObject({ strategy: z.enum(["first", "all"]).optional().default("first"), ...Timeout }),
-  approval: z.strictObject({ message: zString(0, 2000).optional(), ...Timeout }),
+  // approvers: user ids (of the pipeline's organization) who may approve, besides the pipeline's owner and admins.
+  approval: z.strictObject({ message: zString(0, 2000).optional(), approvers: z.array(zId()).max(50).optional(), ...Timeout }),
   wait: z.strictObject({ seconds: zNumber(0, 7 * 24 * 3600), ...Timeout }),
   pipeline: z.strictObject({ pipeline_id: zId(), inputs: TemplateMap.optional().default({}), ...Timeout }),
 } satisfies Record<NodeType, z.ZodType>;
