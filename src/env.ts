@@ -22,8 +22,12 @@ export interface Env {
   CONVERSATIONS: DurableObjectNamespace<import("./durable-objects/conversation-object").ConversationObject>;
   /** One Durable Object per pipeline run. */
   PIPELINE_RUNS: DurableObjectNamespace<PipelineRunObject>;
-  /** Runs one organization may have queued or running at once (default 100). */
+  /** Runs one organization may have queued or running at once, sub-pipeline runs included (default 100, at most 10,000). */
   PIPELINE_MAX_CONCURRENT_RUNS?: string;
+  /** How deep sub-pipelines may nest under a run started by a request (default 5, at most 10). */
+  PIPELINE_MAX_DEPTH?: string;
+  /** Runs one run may start in all, itself and every sub-pipeline run under it (default 100, at most 10,000). */
+  PIPELINE_MAX_RUNS_PER_ROOT?: string;
   /** Longest a synchronous `POST /v1/pipeline/{id}/run` waits before answering with the run id (default 120). */
   PIPELINE_SYNC_WAIT_SECONDS?: string;
   /** Workers AI, when the deployment binds it (`[ai] binding = "AI"`); connections of kind workers_ai use it. */

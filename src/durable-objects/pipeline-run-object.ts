@@ -15,6 +15,8 @@ export type { RunActionResult, RunInit, RunView } from "../features/pipelines/ru
 
 /** If the object is evicted mid-run, this alarm (kept ahead while driving) picks the run up again. */
 const LEASE_MS = 60_000;
+/** How soon a failed write to the D1 run index is tried again. */
+const INDEX_RETRY_MS = 30_000;
 /** Largest serialized output one node may produce (a SQLite row holds at most 2 MB). */
 const MAX_NODE_OUTPUT_BYTES = 1024 * 1024;
 
@@ -90,16 +92,20 @@ export class PipelineRunObject extends DurableObject<Env> {
     return { ok: true, run: this.store.view() as RunView };
   }
 
-  async resume(): Promise<RunActionResult> {
+  /**
+   * Resumes a paused run. `approvals` names the approval nodes the caller was allowed to approve
+   * (checked by the service against what it saw); if any other node waits now, nothing changes.
+   */
+  async resume(approvals: string[] = []): Promise<RunActionResult> {
     const run = this.store.run();
     if (!run) return { ok: false, status: "missing", error: "run not found" };
     if (run.status !== "paused") return this.refuse(run, "is not paused");
     const states = this.store.nodes();
+    const waiting = [...states.values()].filter((s) => s.status === "awaiting_approval");
+    const unapproved = waiting.filter((s) => !approvals.includes(s.id)).map((s) => s.id);
+    if (unapproved.length > 0) return this.refuse(run, `is waiting for approval at node ${unapproved.join(", ")}, which this request does not approve`);
     const now = Date.now();
-    // Resuming approves every approval node the run stopped at.
-    for (const state of states.values()) {
-      if (state.status === "awaiting_approval") this.store.markCompleted(state.id, passThrough(specOf(run, state.id), { graph: run.graph, states }), now);
-    }
+    for (const state of waiting) this.store.markCompleted(state.id, passThrough(specOf(run, state.id), { graph: run.graph, states }), now);
     this.store.setStatus("running", null);
     this.notify();
     await this.ctx.storage.setAlarm(now);
@@ -119,6 +125,7 @@ export class PipelineRunObject extends DurableObject<Env> {
 
   /** Continues the run. Safe to run twice: a second alarm joins the drive in progress, or finds nothing to do. */
   override async alarm(): Promise<void> {
+    if (this.store.indexPending()) await this.syncIndex();
     await this.drive();
   }
 
@@ -329,12 +336,19 @@ export class PipelineRunObject extends DurableObject<Env> {
       const wakes = [...this.store.nodes().values()].filter((s) => s.status === "sleeping").map((s) => s.wakeAt ?? 0);
       const lease: number = Date.now() + LEASE_MS;
       await this.ctx.storage.setAlarm(wakes.length > 0 ? Math.min(...wakes) : lease);
+    } else if (this.store.indexPending()) {
+      // The index still counts this run as in progress: keep retrying, or its slot is never freed.
+      await this.ctx.storage.setAlarm(Date.now() + INDEX_RETRY_MS);
     } else {
       await this.ctx.storage.deleteAlarm();
     }
   }
 
-  /** Copies the run's status to the D1 run index (history, tenancy, concurrency limits). */
+  /**
+   * Copies the run's status to the D1 run index (history, tenancy, concurrency limits). If D1
+   * cannot be reached, the write is retried by alarm until it lands: a finished run whose row
+   * still said `running` would hold a concurrency slot forever.
+   */
   private async syncIndex(): Promise<void> {
     const run = this.store.run();
     if (!run) return;
@@ -343,9 +357,12 @@ export class PipelineRunObject extends DurableObject<Env> {
         .update(pipelineRuns)
         .set({ status: run.status, error: run.error, updatedAt: new Date().toISOString(), finishedAt: iso(run.finishedAt) })
         .where(eq(pipelineRuns.id, run.runId));
+      if (this.store.indexPending()) this.store.setIndexPending(false);
     } catch (error) {
-      // The object stays the source of truth; the index catches up on the next change.
+      // The object stays the source of truth; the index catches up on the retry or the next change.
       console.error(JSON.stringify({ level: "error", where: "pipeline run index", runId: run.runId, error: error instanceof Error ? error.message : String(error) }));
+      this.store.setIndexPending(true);
+      if (!this.driving) await this.ctx.storage.setAlarm(Date.now() + INDEX_RETRY_MS);
     }
   }
 

@@ -239,6 +239,36 @@ describe("pipelines: durability (alarms driven by hand)", () => {
     });
   });
 
+  it("approves only the approval nodes the caller was allowed to approve", async () => {
+    const id = await createPipeline(key, WITH_APPROVAL);
+    const runId = await startParked(id, { q: "gated" });
+    await runDurableObjectAlarm(stubOf(runId));
+    // A resume checked against a run that was not yet waiting (a race) names no nodes: refused.
+    expect(await runStub(env, runId).resume()).toEqual({ ok: false, status: "paused", error: `run ${runId} is paused and is waiting for approval at node gate, which this request does not approve` });
+    expect(node(await view(runId), "gate").status).toBe("awaiting_approval");
+    expect(await runStub(env, runId).resume(["gate"])).toMatchObject({ ok: true, run: { status: "running" } });
+    await runDurableObjectAlarm(stubOf(runId));
+    expect(await runStub(env, runId).waitUntilSettled(5000)).toMatchObject({ status: "completed", outputs: { answer: "Hello gated" } });
+  });
+
+  it("retries a missed write to the run index by alarm, so a finished run frees its slot", async () => {
+    const id = await createPipeline(key, TWO_STEPS);
+    const runId = await startParked(id, { a: 1 });
+    await runDurableObjectAlarm(stubOf(runId));
+    expect((await view(runId)).status).toBe("completed");
+    // The state a failed D1 write leaves: the index still says running, a retry is pending.
+    await env.DB.prepare("UPDATE pipeline_runs SET status = 'running' WHERE id = ?").bind(runId).run();
+    await runInDurableObject(stubOf(runId), async (_instance, state) => {
+      state.storage.sql.exec("INSERT OR REPLACE INTO index_sync (singleton, pending) VALUES (1, 1)");
+      await state.storage.setAlarm(Date.now() + 30_000);
+    });
+    expect(await runDurableObjectAlarm(stubOf(runId))).toBe(true);
+    const row = await env.DB.prepare("SELECT status FROM pipeline_runs WHERE id = ?").bind(runId).first<{ status: string }>();
+    expect(row?.status).toBe("completed");
+    // Landed: no further retry is scheduled.
+    expect(await runDurableObjectAlarm(stubOf(runId))).toBe(false);
+  });
+
   it("another organization's runs answer 404, and its requests change nothing", async () => {
     const id = await createPipeline(key, WITH_APPROVAL);
     const runId = await startParked(id, { q: "mine" });

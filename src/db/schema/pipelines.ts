@@ -1,4 +1,4 @@
-import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const pipelines = sqliteTable(
   "pipelines",
@@ -23,7 +23,11 @@ export const pipelines = sqliteTable(
 export const RUN_STATUSES = ["queued", "running", "paused", "completed", "failed", "terminated"] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
-/** The run index: history, tenancy and the per-organization concurrency count. */
+/**
+ * The run index: history, tenancy, the per-organization concurrency count and the run tree
+ * (root, parent, depth) that bounds sub-pipeline fan-out. Rows are admitted by the conditional
+ * inserts of `run-admission.ts`, never inserted directly.
+ */
 export const pipelineRuns = sqliteTable(
   "pipeline_runs",
   {
@@ -36,6 +40,15 @@ export const pipelineRuns = sqliteTable(
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
     finishedAt: text("finished_at"),
+    /** The root run of this run's tree: its own id for a run started by a request (nullable only for the migration). */
+    rootRunId: text("root_run_id"),
+    parentRunId: text("parent_run_id"),
+    /** Sub-pipeline nesting: 0 for a root run, its parent's depth + 1 otherwise. */
+    depth: integer("depth").notNull().default(0),
   },
-  (t) => [index("pipeline_runs_pipeline_time").on(t.pipelineId, t.createdAt), index("pipeline_runs_org_status").on(t.orgId, t.status)],
+  (t) => [
+    index("pipeline_runs_pipeline_time").on(t.pipelineId, t.createdAt),
+    index("pipeline_runs_org_status").on(t.orgId, t.status),
+    index("pipeline_runs_root").on(t.rootRunId),
+  ],
 );

@@ -1,8 +1,8 @@
-import { and, count, eq, inArray } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { users } from "../../db/schema/identity";
-import { pipelineRuns, type RunStatus } from "../../db/schema/pipelines";
+import type { RunStatus } from "../../db/schema/pipelines";
 import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { intSetting } from "../../lib/config";
@@ -10,11 +10,9 @@ import type { RunActionResult, RunInit, RunView } from "../../durable-objects/pi
 import type { PipelineGraph } from "./pipeline-graph";
 import { NodeFailure, type SubPipelineRequest, type SubPipelineResult } from "./pipeline-services";
 import { loadPipeline } from "./pipelines.service";
+import { admitChildRun, admitRootRuns, setIndexedStatus } from "./run-admission";
+import { assertCanRun } from "./run-permissions";
 import { SETTLED } from "./run-state";
-
-/** Sub-pipelines may nest this deep; deeper is a clear failure rather than unbounded recursion. */
-export const MAX_PIPELINE_DEPTH = 5;
-const ACTIVE: RunStatus[] = ["queued", "running"];
 
 /**
  * The run object's RPC surface. Stated here because the generated stub type cannot express
@@ -26,7 +24,8 @@ interface RunObjectApi {
   waitUntilSettled(timeoutMs: number): Promise<RunView | null>;
   waitForChange(known: number, timeoutMs: number): Promise<RunView | null>;
   pause(): Promise<RunActionResult>;
-  resume(): Promise<RunActionResult>;
+  /** Approves exactly these awaiting approval nodes; refuses if others wait. */
+  resume(approvals?: string[]): Promise<RunActionResult>;
   terminate(): Promise<RunActionResult>;
 }
 
@@ -35,12 +34,7 @@ export function runStub(env: Env, runId: string): RunObjectApi {
   return env.PIPELINE_RUNS.get(env.PIPELINE_RUNS.idFromName(runId)) as unknown as RunObjectApi;
 }
 
-export const maxConcurrentRuns = (env: Env): number => intSetting(env.PIPELINE_MAX_CONCURRENT_RUNS, 100);
 const syncWaitMs = (env: Env): number => intSetting(env.PIPELINE_SYNC_WAIT_SECONDS, 120) * 1000;
-
-export function assertCanRun(auth: AuthContext): void {
-  if (auth.role === "viewer") throw new AppError("forbidden", "viewers cannot run or control pipeline runs");
-}
 
 /** Checks the caller's inputs against the input nodes: every required one given, types right, none unknown. */
 export function coerceInputs(graph: PipelineGraph, inputs: Record<string, unknown>): Record<string, unknown> {
@@ -89,34 +83,21 @@ export function coerceInputs(graph: PipelineGraph, inputs: Record<string, unknow
   return out;
 }
 
-async function assertUnderConcurrencyLimit(env: Env, auth: AuthContext, starting: number): Promise<void> {
-  const limit = maxConcurrentRuns(env);
-  const rows = await database(env)
-    .select({ n: count() })
-    .from(pipelineRuns)
-    .where(and(eq(pipelineRuns.orgId, auth.orgId), inArray(pipelineRuns.status, ACTIVE)));
-  const active = rows[0]?.n ?? 0;
-  if (active + starting > limit)
-    throw new AppError("rate_limited", `your organization has ${active} pipeline runs in progress; the limit is ${limit} concurrent runs`);
-}
-
 interface StartOptions {
   background: boolean;
-  runId?: string;
+  runId: string;
   depth?: number;
   startDelayMs?: number;
 }
 
 type LoadedPipeline = Awaited<ReturnType<typeof loadPipeline>>;
 
-/** Records the run in the index and creates its run object. Sub-pipeline runs skip the concurrency check: they are part of their parent's run. */
+/**
+ * Creates the run object of a run already admitted to the index (`run-admission.ts`). If the
+ * object cannot be created, the index row is marked failed so it does not hold a slot forever.
+ */
 async function startRun(env: Env, auth: AuthContext, pipeline: LoadedPipeline, inputs: Record<string, unknown>, options: StartOptions): Promise<RunView> {
-  const runId = options.runId ?? newId();
-  const now = new Date().toISOString();
-  await database(env)
-    .insert(pipelineRuns)
-    .values({ id: runId, pipelineId: pipeline._id, orgId: auth.orgId, startedBy: auth.userId, status: "queued", createdAt: now, updatedAt: now })
-    .onConflictDoNothing();
+  const runId = options.runId;
   const init: RunInit = {
     runId,
     pipelineId: pipeline._id,
@@ -129,7 +110,12 @@ async function startRun(env: Env, auth: AuthContext, pipeline: LoadedPipeline, i
     background: options.background,
     startDelayMs: options.startDelayMs,
   };
-  return runStub(env, runId).start(init);
+  try {
+    return await runStub(env, runId).start(init);
+  } catch (error) {
+    await setIndexedStatus(env, runId, "failed", "the run could not be started").catch(() => undefined);
+    throw error;
+  }
 }
 
 /** The answer of a run request: outputs when it completed, else the run id and its state. */
@@ -150,9 +136,11 @@ export interface StartRunOptions {
 /** Starts one run of a pipeline the caller may see; waits for it unless it is a background run. */
 export async function startPipelineRun(env: Env, auth: AuthContext, pipelineId: string, rawInputs: Record<string, unknown>, options: StartRunOptions = {}): Promise<RunView> {
   assertCanRun(auth);
-  const [pipeline] = await Promise.all([loadPipeline(env, auth, pipelineId), assertUnderConcurrencyLimit(env, auth, 1)]);
+  const pipeline = await loadPipeline(env, auth, pipelineId);
   const inputs = coerceInputs(pipeline.graph, rawInputs);
-  const view = await startRun(env, auth, pipeline, inputs, { background: options.background ?? false, startDelayMs: options.startDelayMs });
+  const runId = newId();
+  await admitRootRuns(env, auth, pipeline._id, [runId]);
+  const view = await startRun(env, auth, pipeline, inputs, { background: options.background ?? false, runId, startDelayMs: options.startDelayMs });
   if (options.background) return view;
   return (await runStub(env, view.run_id).waitUntilSettled(options.waitMs ?? syncWaitMs(env))) ?? view;
 }
@@ -225,20 +213,29 @@ export async function bulkRunPipeline(env: Env, auth: AuthContext, pipelineId: s
       throw error;
     }
   });
-  await assertUnderConcurrencyLimit(env, auth, checked.length);
-  const views = await Promise.all(checked.map((inputs) => startRun(env, auth, pipeline, inputs, { background: true })));
+  const runIds = checked.map(() => newId());
+  await admitRootRuns(env, auth, pipeline._id, runIds);
+  const views = await Promise.all(checked.map((inputs, i) => startRun(env, auth, pipeline, inputs, { background: true, runId: runIds[i] })));
   return { status: "success", run_ids: views.map((v) => v.run_id) };
 }
 
-/** Runs a sub-pipeline for a pipeline node: re-attaches to the same child run after a restart. */
+/**
+ * Runs a sub-pipeline for a pipeline node: re-attaches to the same child run after a restart.
+ * The child is admitted like any run (the organization's concurrency limit) plus the run tree's
+ * bounds (depth, runs per root); a refusal fails the node, and with it the parent run.
+ */
 export async function runChildPipeline(env: Env, auth: AuthContext, pipelineId: string, rawInputs: Record<string, unknown>, request: SubPipelineRequest): Promise<SubPipelineResult> {
-  if (request.depth > MAX_PIPELINE_DEPTH) throw new NodeFailure(`sub-pipelines nest more than ${MAX_PIPELINE_DEPTH} deep`);
   const pipeline = await loadPipeline(env, auth, pipelineId);
   const inputs = coerceInputs(pipeline.graph, rawInputs);
+  if (request.signal.aborted) throw new NodeFailure("the node was cancelled");
+  const admission = await admitChildRun(env, auth, pipeline._id, request.runId, request.parentRunId);
+  if (!admission.ok) throw new NodeFailure(`sub-pipeline run refused: ${admission.reason}`);
   const stub = runStub(env, request.runId);
-  await startRun(env, auth, pipeline, inputs, { background: false, runId: request.runId, depth: request.depth });
+  await startRun(env, auth, pipeline, inputs, { background: false, runId: request.runId, depth: admission.depth });
   const onAbort = () => void stub.terminate();
   request.signal.addEventListener("abort", onAbort);
+  // Cancelled while the child was being admitted or started: it must not run on as an orphan.
+  if (request.signal.aborted) onAbort();
   try {
     for (;;) {
       const view = await stub.waitUntilSettled(30_000);

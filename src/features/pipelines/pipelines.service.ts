@@ -1,7 +1,7 @@
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
-import { connections } from "../../db/schema/identity";
+import { connections, users } from "../../db/schema/identity";
 import { pipelines } from "../../db/schema/pipelines";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
@@ -9,6 +9,8 @@ import { assertCanCreate, assertVisible, assertWritable, listEnvelope, resolveFe
 import { validateGraph, type PipelineGraph } from "./pipeline-graph";
 import { nodeServicesProvider, parseKnowledgeBaseQuery, type NodeServices } from "./pipeline-services";
 import { deleteRunIndex, terminateActiveRuns } from "./pipeline-run-control";
+import { runLimits } from "./run-admission";
+import { checkRunTree } from "./run-tree-bounds";
 import type { PipelineCreateInput, PipelineEdge, PipelineNode } from "./pipelines.schemas";
 
 export const DEFAULT_MAX_STEPS = 1000;
@@ -62,6 +64,12 @@ async function checkReferences(env: Env, auth: AuthContext, graph: PipelineGraph
     } else if (node.type === "llm" && node.config.connection_id) {
       const rows = await db.select({ orgId: connections.orgId }).from(connections).where(eq(connections.id, node.config.connection_id)).limit(1);
       if (rows[0]?.orgId !== auth.orgId) throw badRequest(`node ${node.id}: connection ${node.config.connection_id} does not exist or you cannot use it`);
+    } else if (node.type === "approval" && node.config.approvers?.length) {
+      const approvers = node.config.approvers;
+      const rows = await db.select({ id: users.id }).from(users).where(and(eq(users.orgId, auth.orgId), inArray(users.id, approvers)));
+      const known = new Set(rows.map((r) => r.id));
+      const stranger = approvers.find((id) => !known.has(id));
+      if (stranger) throw badRequest(`node ${node.id}: approver ${stranger} is not a user of your organization`);
     }
   }
 }
@@ -70,6 +78,7 @@ export async function createPipeline(env: Env, auth: AuthContext, input: Pipelin
   assertCanCreate(auth);
   const graph = validateGraph(input.nodes, input.edges);
   await checkReferences(env, auth, graph, services);
+  await checkRunTree(env, auth.orgId, graph, runLimits(env));
   const db = database(env);
   const taken = await db
     .select({ id: pipelines.id })

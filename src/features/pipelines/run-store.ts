@@ -119,6 +119,17 @@ export class RunStore {
     sql.exec(`CREATE TABLE IF NOT EXISTS nodes (
       id TEXT PRIMARY KEY, position INTEGER NOT NULL, type TEXT NOT NULL, status TEXT NOT NULL, outputs TEXT, error TEXT,
       started_at INTEGER, finished_at INTEGER, attempts INTEGER NOT NULL DEFAULT 0, wake_at INTEGER, child_run_id TEXT)`);
+    // Its own table (not a column of run) so objects created before it need no ALTER.
+    sql.exec(`CREATE TABLE IF NOT EXISTS index_sync (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), pending INTEGER NOT NULL)`);
+  }
+
+  /** Whether the D1 run index missed the run's last change (it is retried by alarm until it lands). */
+  indexPending(): boolean {
+    return this.sql.exec<{ pending: number }>(`SELECT pending FROM index_sync WHERE singleton = 1`).toArray()[0]?.pending === 1;
+  }
+
+  setIndexPending(pending: boolean): void {
+    this.sql.exec(`INSERT INTO index_sync (singleton, pending) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET pending = excluded.pending`, pending ? 1 : 0);
   }
 
   create(init: RunInit, now: number): void {
