@@ -362,7 +362,9 @@ export class PipelineRunObject extends DurableObject<Env> {
       // The object stays the source of truth; the index catches up on the retry or the next change.
       console.error(JSON.stringify({ level: "error", where: "pipeline run index", runId: run.runId, error: error instanceof Error ? error.message : String(error) }));
       this.store.setIndexPending(true);
-      if (!this.driving) await this.ctx.storage.setAlarm(Date.now() + INDEX_RETRY_MS);
+      // A run in progress keeps its lease alarm, which retries; a drive re-arms when it ends.
+      const inProgress = run.status === "running" || run.status === "queued";
+      if (!this.driving && !inProgress) await this.ctx.storage.setAlarm(Date.now() + INDEX_RETRY_MS);
     }
   }
 

@@ -125,7 +125,12 @@ export async function resumeRuns(env: Env, auth: AuthContext, pipelineId: string
   const resumed: string[] = [];
   for (const [i, runId] of unique.entries()) {
     // The object approves only the nodes checked above; if others wait now, it refuses.
-    const result = await runStub(env, runId).resume(waiting[i]);
+    const result = await runStub(env, runId)
+      .resume(waiting[i])
+      .catch(async (error: unknown) => {
+        await restoreIndex(env, unique.slice(i));
+        throw error;
+      });
     if (!result.ok) {
       await restoreIndex(env, unique.slice(i));
       throw conflict(`${result.error}; ${resumed.length > 0 ? `runs ${resumed.join(", ")} were resumed` : "no run was resumed"}`);

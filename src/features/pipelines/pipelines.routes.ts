@@ -23,7 +23,7 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
 
   defineRoute(
     app,
-    { ...base, method: "post", path: "/v1/pipeline", summary: "Create a pipeline", description: "Rejects cycles, dangling edges, unknown node types, unusable references and template variables that point nowhere, naming the node.", body: PipelineCreateBody, responses: { 403: "Viewers cannot create", 409: "Name taken" } },
+    { ...base, method: "post", path: "/v1/pipeline", summary: "Create a pipeline", description: "Rejects cycles, dangling edges, unknown node types, unusable references, template variables that point nowhere and sub-pipelines nested or fanned out past the run limits, naming the node.", body: PipelineCreateBody, responses: { 403: "Viewers cannot create", 409: "Name taken" } },
     async (c, { body }) => c.json(await createPipeline(c.env, c.get("auth"), body)),
   );
 
@@ -78,17 +78,27 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
     c.json(await listRuns(c.env, c.get("auth"), params.id, query.page, query.page_size)),
   );
 
-  defineRoute(app, { ...base, method: "post", path: "/v1/pipeline/:id/pause", summary: "Pause a queued or running run", params: PipelineParams, body: PipelineRunIdBody, responses: { 404: "No such run", 409: "The run is not running" } }, async (c, { params, body }) =>
+  defineRoute(app, { ...base, method: "post", path: "/v1/pipeline/:id/pause", summary: "Pause a queued or running run", description: "Allowed to the run's starter, the pipeline's owner and admins.", params: PipelineParams, body: PipelineRunIdBody, responses: { 403: "Not your run or pipeline", 404: "No such run", 409: "The run is not running" } }, async (c, { params, body }) =>
     c.json(await pauseRun(c.env, c.get("auth"), params.id, body.run_id)),
   );
 
   defineRoute(
     app,
-    { ...base, method: "post", path: "/v1/pipeline/:id/resume", summary: "Resume paused runs (all or nothing)", description: "Every run is checked first; if one is unknown or not paused, none is resumed and the error names it.", params: PipelineParams, body: PipelineResumeBody, responses: { 404: "No such run", 409: "A run is not paused" } },
+    {
+      ...base,
+      method: "post",
+      path: "/v1/pipeline/:id/resume",
+      summary: "Resume paused runs (all or nothing)",
+      description:
+        "Every run is checked first; if one is unknown, not the caller's to resume or not paused, none is resumed and the error names it. Resuming is allowed to the run's starter, the pipeline's owner and admins; a run waiting at approval nodes is approved by resuming it, which only the pipeline's owner, admins and the nodes' `approvers` may do.",
+      params: PipelineParams,
+      body: PipelineResumeBody,
+      responses: { 403: "Not allowed to resume or approve a run", 404: "No such run", 409: "A run is not paused", 429: "Resuming would pass the concurrent-run limit" },
+    },
     async (c, { params, body }) => c.json(await resumeRuns(c.env, c.get("auth"), params.id, body.run_ids)),
   );
 
-  defineRoute(app, { ...base, method: "post", path: "/v1/pipeline/:id/terminate", summary: "Terminate a queued, running or paused run", params: PipelineParams, body: PipelineRunIdBody, responses: { 404: "No such run", 409: "The run already ended" } }, async (c, { params, body }) =>
+  defineRoute(app, { ...base, method: "post", path: "/v1/pipeline/:id/terminate", summary: "Terminate a queued, running or paused run", description: "Allowed to the run's starter, the pipeline's owner and admins.", params: PipelineParams, body: PipelineRunIdBody, responses: { 403: "Not your run or pipeline", 404: "No such run", 409: "The run already ended" } }, async (c, { params, body }) =>
     c.json(await terminateRun(c.env, c.get("auth"), params.id, body.run_id)),
   );
 }
