@@ -46,7 +46,7 @@ export interface SubPipelineRequest {
   /** The child run's id, chosen and persisted by the parent before the call, so a retry re-attaches. */
   runId: string;
   parentRunId: string;
-  /** The child's nesting as the parent sees it; admission uses the depth in the run index, which cannot be forged. */
+  /** The child's nesting as the parent sees it; admission counts from the parent's row in the run index instead. */
   depth: number;
   signal: AbortSignal;
 }
