@@ -105,7 +105,7 @@ describe("login throttling", () => {
 });
 
 const TIGHT = 3;
-const ADMIN_PATH = "/auth/me";
+const ME_PATH = "/auth/me";
 const trusted = { TRUST_CLIENT_IP_HEADER: "cf-connecting-ip" } as const;
 const address = (): string => `2001:db8::${crypto.randomUUID().slice(0, 4)}:${crypto.randomUUID().slice(0, 4)}`;
 const from = (ip: string, init: RequestInit): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), "cf-connecting-ip": ip } });
@@ -140,7 +140,7 @@ describe("rate limits", () => {
     expect(passed.every((s) => s === 200)).toBe(true);
     const message = "too many requests with this API key; wait a minute and try again";
     await expectThrottled(throttled, { status: "failed", error: message });
-    await expectThrottled(await callWith(tight, ADMIN_PATH, { headers: bearer(org.owner.apiKey) }), { detail: message });
+    await expectThrottled(await callWith(tight, ME_PATH, { headers: bearer(org.owner.apiKey) }), { detail: message });
     const other = (await (await call("/auth/api-keys", json({ name: "second" }, bearer(org.owner.token)))).json()) as Json;
     expect((await callWith(tight, "/v1/transformations", { headers: bearer(String(other.key)) })).status).toBe(200);
   });
@@ -241,9 +241,9 @@ describe("access tokens", () => {
     const secret = "test-jwt-secret-0123456789abcdef";
     const now = Math.floor(Date.now() / 1000);
     const refused = [401, { detail: "Could not validate credentials" }];
-    expect(await read(await call(ADMIN_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now }, secret, "HS256")) }))).toEqual(refused);
-    expect(await read(await call(ADMIN_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now, exp: "never" } as unknown as Parameters<typeof sign>[0], secret, "HS256")) }))).toEqual(refused);
+    expect(await read(await call(ME_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now }, secret, "HS256")) }))).toEqual(refused);
+    expect(await read(await call(ME_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now, exp: "never" } as unknown as Parameters<typeof sign>[0], secret, "HS256")) }))).toEqual(refused);
     // The same claims with an expiry are accepted, so the refusals above are about exp alone.
-    expect((await call(ADMIN_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now, exp: now + 600 }, secret, "HS256")) })).status).toBe(200);
+    expect((await call(ME_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now, exp: now + 600 }, secret, "HS256")) })).status).toBe(200);
   });
 });
