@@ -12,6 +12,21 @@ const bindings = {
   ENCRYPTION_KEY: "test-encryption-key-0123456789abcdef",
 };
 
+/**
+ * Every test signs up and logs in from the same (untrusted, so shared) client, and may poll with
+ * one key: the per-client, per-key and per-organization limits are lifted here so that ordinary
+ * tests never meet them. The per-account login limits keep wrangler.toml's values (each test has
+ * its own accounts). Security tests prove each 429 by binding TEST_TIGHT_LIMITER in its place.
+ */
+const generous = (namespace_id: string) => ({ namespace_id, simple: { limit: 1_000_000, period: 60 as const } });
+const ratelimits = {
+  LOGIN_CLIENT_LIMITER: generous("1003"),
+  SIGNUP_LIMITER: generous("1004"),
+  API_KEY_LIMITER: generous("1005"),
+  SANDBOX_LIMITER: generous("1006"),
+  TEST_TIGHT_LIMITER: { namespace_id: "9001", simple: { limit: 3, period: 60 as const } },
+};
+
 /** The fake Vectorize binding, bundled into a Worker the `vectorize` project binds as VECTORIZE. */
 function fakeVectorizeWorker(): string {
   const built = buildSync({ entryPoints: [fileURLToPath(new URL("./test/knowledge-bases/fake-vectorize-worker.ts", import.meta.url))], bundle: true, format: "esm", platform: "neutral", external: ["cloudflare:*"], write: false, logLevel: "warning" });
@@ -24,7 +39,7 @@ export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings } })],
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits } })],
         test: { name: "loom", include: ["test/**/*.test.ts"], ...common },
       },
       {
@@ -35,6 +50,7 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               bindings: { ...bindings, KB_VECTOR_BACKEND: "vectorize" },
+              ratelimits,
               serviceBindings: { VECTORIZE: { name: "fake-vectorize", entrypoint: "FakeVectorizeBinding" } },
               workers: [{ name: "fake-vectorize", modules: true, script: fakeVectorizeWorker(), compatibilityDate: "2026-11-01" }],
             },

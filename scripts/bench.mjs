@@ -1,7 +1,8 @@
 // `npm run bench [-- SECTION ...] [--base=URL]`: runs the benchmark sections in scripts/bench/*.mjs
 // against a running Loom (`npm start`; default http://127.0.0.1:8787, or --base / LOOM_BASE_URL /
 // LOOM_URL). A section either exports `run({ base, args })` or is a plain script that reads
-// LOOM_URL; with no section names all run, in file-name order.
+// LOOM_URL; with no section names all run, in file-name order. Start the server with
+// `npm start -- --no-rate-limits`: the sections send far more requests per key than the limits allow.
 import { readdirSync, readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath, pathToFileURL } from "node:url";

@@ -19,16 +19,20 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const usage = "usage: npm start [-- --port <1-65535>] [--ip <address>]\n  defaults: --port 8787 --ip 127.0.0.1";
+const usage = "usage: npm start [-- --port <1-65535>] [--ip <address>] [--no-rate-limits]\n  defaults: --port 8787 --ip 127.0.0.1, with wrangler.toml's rate limits";
 
 /** Reads --port/--ip (as `--port 9000` or `--port=9000`); anything else is refused, not ignored. */
 function parseArgs(argv) {
-  const out = { port: 8787, ip: "127.0.0.1" };
+  const out = { port: 8787, ip: "127.0.0.1", rateLimits: true };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "--help" || arg === "-h") {
       console.log(usage);
       process.exit(0);
+    }
+    if (arg === "--no-rate-limits") {
+      out.rateLimits = false;
+      continue;
     }
     const match = /^--(port|ip)(?:=(.*))?$/.exec(arg);
     if (!match) fail(`unknown argument "${arg}"`);
@@ -50,7 +54,7 @@ function fail(message, showUsage = true) {
   process.exit(2);
 }
 
-const { port, ip } = parseArgs(process.argv.slice(2));
+const { port, ip, rateLimits } = parseArgs(process.argv.slice(2));
 
 // A taken port is reported now, not after migrating and bundling (workerd would refuse it later).
 await new Promise((resolve) => {
@@ -112,6 +116,12 @@ const config = unstable_readConfig({ config: path.join(root, "wrangler.toml") })
 // compatibility date/flags and module rules, all as wrangler.toml declares them.
 const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
 const { modulesRules, ...bindingOptions } = workerOptions;
+// Benchmarks send thousands of requests a minute with one key; without the bindings nothing is
+// limited, exactly as on a deployment that does not declare them.
+if (!rateLimits) {
+  delete bindingOptions.ratelimits;
+  console.log("rate limits are off (--no-rate-limits)");
+}
 
 // Miniflare wants the bundle as an explicit module list: index.js plus the files it imports
 // (the embedding table as Data, the sandbox .wasm as CompiledWasm), each typed by the first

@@ -32,8 +32,25 @@ export interface Env {
   PIPELINE_SYNC_WAIT_SECONDS?: string;
   /** Workers AI, when the deployment binds it (`[ai] binding = "AI"`); connections of kind workers_ai use it. */
   AI?: WorkersAiBinding;
-  /** Login attempts per account (optional: without it, logins are not throttled). */
+  /**
+   * Rate limits (`[[ratelimits]]` in wrangler.toml). Each is optional: a deployment without one
+   * is not limited in that respect. "Client" is the address from TRUST_CLIENT_IP_HEADER, or one
+   * bucket for everyone when no header is trusted.
+   */
+  /** Login attempts per account from one client. */
   LOGIN_LIMITER?: RateLimit;
+  /** Login attempts per account from all clients together: a high ceiling against distributed guessing. */
+  LOGIN_ACCOUNT_LIMITER?: RateLimit;
+  /** Login attempts per client, whichever accounts (known or not) they name. */
+  LOGIN_CLIENT_LIMITER?: RateLimit;
+  /** Sign-ups per client. */
+  SIGNUP_LIMITER?: RateLimit;
+  /** Requests per API key (Group A, and Group B called with a key). */
+  API_KEY_LIMITER?: RateLimit;
+  /** Sandbox runs (transformation checks and runs, pipeline transformation nodes) per organization. */
+  SANDBOX_LIMITER?: RateLimit;
+  /** Header holding the client's address, trusted for per-client limits (e.g. "cf-connecting-ip"); unset trusts none. */
+  TRUST_CLIENT_IP_HEADER?: string;
   /** Dynamic Worker loader: transformations run in a Worker with no bindings and no network. */
   LOADER?: WorkerLoader;
   /** "inline" runs transformations in this Worker even where a loader exists. */

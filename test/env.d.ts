@@ -8,6 +8,8 @@ declare global {
     }
     interface Env extends LoomEnv {
       TEST_MIGRATIONS: D1Migration[];
+      /** A rate limit of 3 a minute (vitest.config.ts), bound in place of a real one to prove its 429. */
+      TEST_TIGHT_LIMITER: RateLimit;
     }
   }
 }

@@ -1,8 +1,21 @@
 import { exports } from "cloudflare:workers";
+import { createExecutionContext, env } from "cloudflare:test";
+import type { Env } from "../src/env";
+import { createApp } from "../src/app";
 
 /** Sends a request through the real Worker entry point. */
 export function call(path: string, init: RequestInit = {}): Promise<Response> {
   return exports.default.fetch(new Request(`http://loom.test${path}`, init));
+}
+
+const appWithOverrides = createApp();
+
+/**
+ * Sends a request through the same app with some bindings or variables replaced, as another
+ * deployment's configuration would (a tight rate limit, a trusted client-address header).
+ */
+export async function callWith(overrides: Partial<Env>, path: string, init: RequestInit = {}): Promise<Response> {
+  return appWithOverrides.fetch(new Request(`http://loom.test${path}`, init), { ...env, ...overrides }, createExecutionContext());
 }
 
 let counter = 0;

@@ -61,6 +61,19 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return timingSafeEqual(toBase64(hash), hashText);
 }
 
+/**
+ * A well-formed hash no password produces (its digest is all zeros). Checking a password against
+ * it costs exactly what checking a real account's does, so a login for an unknown account takes
+ * as long as one for a known account.
+ */
+const UNMATCHABLE_HASH = `pbkdf2-sha256$${PBKDF2_ITERATIONS}$${toBase64(new Uint8Array(16))}$${toBase64(new Uint8Array(32))}`;
+
+/** Spends one password check's work and fails: for logins naming no account. */
+export async function verifyPasswordAgainstNothing(password: string): Promise<false> {
+  await verifyPassword(password, UNMATCHABLE_HASH);
+  return false;
+}
+
 async function importAesKey(secret: string): Promise<CryptoKey> {
   // Any secret string works: it is stretched to a 256-bit key with SHA-256.
   const raw = await crypto.subtle.digest("SHA-256", encoder.encode(secret));

@@ -31,13 +31,16 @@ export class AppError extends Error {
   readonly issues?: ValidationIssue[];
   /** A body that replaces the envelope entirely (Group A's three 401 bodies). */
   readonly rawBody?: Record<string, unknown>;
+  /** Sent as `Retry-After` (seconds), so a throttled client knows when to come back. */
+  readonly retryAfterSeconds?: number;
 
-  constructor(code: ErrorCode, message: string, options: { issues?: ValidationIssue[]; rawBody?: Record<string, unknown> } = {}) {
+  constructor(code: ErrorCode, message: string, options: { issues?: ValidationIssue[]; rawBody?: Record<string, unknown>; retryAfterSeconds?: number } = {}) {
     super(message);
     this.name = "AppError";
     this.code = code;
     this.issues = options.issues;
     this.rawBody = options.rawBody;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   get status(): number {
@@ -49,3 +52,4 @@ export const badRequest = (message: string): AppError => new AppError("bad_reque
 export const notFound = (what: string): AppError => new AppError("not_found", `${what} not found`);
 export const forbidden = (message: string): AppError => new AppError("forbidden", message);
 export const conflict = (message: string): AppError => new AppError("conflict", message);
+export const rateLimited = (message: string, retryAfterSeconds: number): AppError => new AppError("rate_limited", message, { retryAfterSeconds });

@@ -26,6 +26,7 @@ function toAppError(error: unknown, c: Context<AppBindings>): AppError {
 export function renderError(error: unknown, c: Context<AppBindings>): Response {
   const appError = toAppError(error, c);
   const status = appError.status as 400;
+  if (appError.retryAfterSeconds !== undefined) c.header("Retry-After", String(Math.max(1, Math.ceil(appError.retryAfterSeconds))));
   if (appError.rawBody) return c.json(appError.rawBody, status);
   if (groupOf(c) === "A") return c.json({ status: "failed", error: appError.message }, status);
   if (appError.issues) return c.json({ detail: appError.issues }, status);

@@ -6,6 +6,7 @@ import { ROLES } from "../env";
 import { AppError } from "../lib/errors";
 import { requireSecret } from "../lib/config";
 import { sha256Hex } from "../lib/crypto";
+import { enforceLimit } from "./limits";
 import { database } from "../db/client";
 import { apiKeys, users } from "../db/schema/identity";
 
@@ -28,6 +29,8 @@ async function authFromApiKey(c: Context<AppBindings>, key: string): Promise<Aut
     .limit(1);
   const row = rows[0];
   if (!row || row.suspended) return null;
+  // Per key, in either group: one key (or one leaked key) cannot flood the service.
+  await enforceLimit(c.env.API_KEY_LIMITER, `api-key:${row.keyId}`, "too many requests with this API key; wait a minute and try again");
   return { userId: row.userId, orgId: row.orgId, role: row.role, via: "api_key", apiKeyId: row.keyId };
 }
 
@@ -39,7 +42,8 @@ async function authFromToken(c: Context<AppBindings>, token: string): Promise<Au
     if (error instanceof AppError) throw error;
     return null;
   }
-  if (typeof payload.sub !== "string") return null;
+  // Every token Loom issues expires; one without a numeric `exp` would be valid forever.
+  if (typeof payload.sub !== "string" || typeof payload.exp !== "number") return null;
   // The user is read on every request, so deletion, suspension and role changes apply at once.
   const rows = await database(c.env)
     .select({ id: users.id, orgId: users.orgId, role: users.role, suspended: users.suspended })

@@ -204,6 +204,40 @@ describe("chatbots: the public surface", () => {
   });
 });
 
+describe("chatbots: client addresses", () => {
+  /** Sessions per address per minute is 30; one minute boundary may fall inside the loop, so a 429 comes within 61. */
+  async function sessionsUntilThrottled(send: (i: number) => Response | Promise<Response>): Promise<{ passed: number[]; throttled: Response }> {
+    const passed: number[] = [];
+    for (let i = 0; i < 61; i++) {
+      const res = await send(i);
+      if (res.status === 429) return { passed, throttled: res };
+      passed.push(res.status);
+    }
+    throw new Error(`no 429 after ${passed.length} session requests`);
+  }
+
+  it("a password guesser rotating cf-connecting-ip is not trusted: it shares one bucket unless the deployment says so", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    await app.request("/chatbots/update/access", form({ chatbot_id: id, mode: "password", password: "first password" }, bearer(org.owner.token)));
+    const guesses = await sessionsUntilThrottled((i) => app.request(`/chatbots/deployed/${id}/session`, json({ password: `guess ${i}` }, { "cf-connecting-ip": `203.0.113.${i}` })));
+    expect(guesses.passed.length).toBeGreaterThanOrEqual(30);
+    expect(guesses.passed.every((s) => s === 401)).toBe(true);
+    expect(await body(guesses.throttled)).toEqual({ detail: "too many requests to this chatbot: try again in a minute" });
+    expect(Number(guesses.throttled.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+
+    // Configured to trust the header (behind Cloudflare's edge): each address counts on its own.
+    const trusted = chatbotApp({}, { TRUST_CLIENT_IP_HEADER: "cf-connecting-ip" });
+    const open = await createChatbot(trusted, org.owner.apiKey);
+    await deployPublic(trusted, org.owner.token, open);
+    const busy = await sessionsUntilThrottled(() => trusted.request(`/chatbots/deployed/${open}/session`, { method: "POST", headers: { "cf-connecting-ip": "198.51.100.7" } }));
+    expect(busy.passed.every((s) => s === 200)).toBe(true);
+    expect((await trusted.request(`/chatbots/deployed/${open}/session`, { method: "POST", headers: { "cf-connecting-ip": "198.51.100.8" } })).status).toBe(200);
+  });
+});
+
 describe("chatbots: webhook signatures", () => {
   it("telephony: unsigned, wrongly signed and replayed requests are refused", async () => {
     const app = chatbotApp();

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { AppBindings } from "../../src/env";
+import type { AppBindings, Env } from "../../src/env";
 import { renderError, renderNotFound } from "../../src/lib/render-error";
 import { requestId } from "../../src/middleware/request-id";
 import { registerChatbotRoutes } from "../../src/features/chatbots/chatbots.routes";
@@ -55,7 +55,7 @@ export function fakeServices(recorded: Recorded, overrides: Partial<ChatbotServi
 }
 
 /** The chatbot routes mounted on their own app with in-test services, over the real D1, R2 and Durable Objects. */
-export function chatbotApp(overrides: Partial<ChatbotServices> = {}) {
+export function chatbotApp(overrides: Partial<ChatbotServices> = {}, envOverrides: Partial<Env> = {}) {
   const recorded: Recorded = { answers: [], fetches: [], transcribed: [] };
   const app = new OpenAPIHono<AppBindings>({ strict: true });
   app.use("*", requestId);
@@ -66,7 +66,7 @@ export function chatbotApp(overrides: Partial<ChatbotServices> = {}) {
   const ctx = { waitUntil: (p: Promise<unknown>) => void pending.push(p), passThroughOnException: () => undefined, props: {} } as unknown as ExecutionContext;
   return {
     recorded,
-    request: (path: string, init: RequestInit = {}) => app.request(`http://loom.test${path}`, init, env, ctx),
+    request: (path: string, init: RequestInit = {}) => app.request(`http://loom.test${path}`, init, { ...env, ...envOverrides }, ctx),
     /** Waits for background work (webhook replies) to finish. */
     settle: async () => {
       while (pending.length > 0) await Promise.all(pending.splice(0));

@@ -32,7 +32,8 @@ describe("administration: happy paths", () => {
     expect((await call("/auth/me", { headers: bearer(member.token) })).status).toBe(401);
     expect((await call("/auth/me", { headers: bearer(member.apiKey) })).status).toBe(401);
     const login = await call("/auth/login", form({ username: member.username, password: member.password }));
-    expect(login.status).toBe(403);
+    // The same answer as a wrong password (issue 11, item 13): a suspended login confirms nothing.
+    expect([login.status, await login.json()]).toEqual([401, { detail: "Incorrect username or password" }]);
 
     await call("/admin/users/change", form({ user_id: member.userId, suspended: "false" }, bearer(org.owner.token), "PUT"));
     expect((await call("/auth/me", { headers: bearer(member.apiKey) })).status).toBe(200);

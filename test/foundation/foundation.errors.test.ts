@@ -10,7 +10,7 @@ describe("foundation: every documented failure, with its exact body", () => {
     expect(status).toBe(422);
     expect(body.detail).toEqual([
       { loc: ["body", "email"], msg: "must be an email address", type: "invalid_format" },
-      { loc: ["body", "password"], msg: expect.stringContaining("8") as unknown as string, type: "too_small" },
+      { loc: ["body", "password"], msg: expect.stringContaining("12") as unknown as string, type: "too_small" },
     ]);
   });
 

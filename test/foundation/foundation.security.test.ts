@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { env } from "cloudflare:test";
 import { sign } from "hono/jwt";
-import { bearer, call, form, seedOrg } from "../helpers";
+import { bearer, call, callWith, form, json, seedOrg } from "../helpers";
 
 type Json = Record<string, unknown>;
 const read = async (response: Response): Promise<[number, Json]> => [response.status, (await response.json()) as Json];
@@ -92,12 +93,157 @@ describe("login throttling", () => {
   it("answers 429 after ten attempts a minute for one account, even with the right password", async () => {
     const org = await seedOrg();
     const statuses: number[] = [];
-    for (let i = 0; i < 10; i++) statuses.push((await call("/auth/login", form({ username: org.owner.email, password: "wrong guess" }))).status);
+    // seedOrg signed in once (by username): the same account, so that is the first of the ten.
+    for (let i = 0; i < 9; i++) statuses.push((await call("/auth/login", form({ username: org.owner.email, password: "wrong guess" }))).status);
     expect(statuses.every((s) => s === 401)).toBe(true);
     const blocked = await call("/auth/login", form({ username: org.owner.email.toUpperCase(), password: org.owner.password }));
     expect([blocked.status, await blocked.json()]).toEqual([429, { detail: "too many login attempts for this account; wait a minute and try again" }]);
     // Another account is not affected.
     const other = await seedOrg();
     expect((await call("/auth/login", form({ username: other.owner.username, password: other.owner.password }))).status).toBe(200);
+  });
+});
+
+const TIGHT = 3;
+const ME_PATH = "/auth/me";
+const trusted = { TRUST_CLIENT_IP_HEADER: "cf-connecting-ip" } as const;
+const address = (): string => `2001:db8::${crypto.randomUUID().slice(0, 4)}:${crypto.randomUUID().slice(0, 4)}`;
+const from = (ip: string, init: RequestInit): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), "cf-connecting-ip": ip } });
+
+/**
+ * Sends until the first 429. With TEST_TIGHT_LIMITER (3 a minute) and a fresh key, the first three
+ * pass; one window boundary may fall inside the loop, so a 429 comes within 2 x 3 + 1 requests.
+ */
+async function untilThrottled(send: (i: number) => Promise<Response>): Promise<{ passed: number[]; throttled: Response }> {
+  const passed: number[] = [];
+  for (let i = 0; i < 2 * TIGHT + 1; i++) {
+    const response = await send(i);
+    if (response.status === 429) {
+      expect(passed.length, "a fresh key is not throttled before its limit").toBeGreaterThanOrEqual(TIGHT);
+      return { passed, throttled: response };
+    }
+    passed.push(response.status);
+  }
+  throw new Error(`no 429 after ${passed.length} requests: ${passed.join(",")}`);
+}
+
+async function expectThrottled(response: Response, body: Json): Promise<void> {
+  expect([response.status, await response.json()]).toEqual([429, body]);
+  expect(response.headers.get("retry-after")).toBe("60");
+}
+
+describe("rate limits", () => {
+  it("an API key past its limit answers 429 with Retry-After in each group's shape; other keys go on", async () => {
+    const org = await seedOrg();
+    const tight = { API_KEY_LIMITER: env.TEST_TIGHT_LIMITER };
+    const { passed, throttled } = await untilThrottled(() => callWith(tight, "/v1/transformations", { headers: bearer(org.owner.apiKey) }));
+    expect(passed.every((s) => s === 200)).toBe(true);
+    const message = "too many requests with this API key; wait a minute and try again";
+    await expectThrottled(throttled, { status: "failed", error: message });
+    await expectThrottled(await callWith(tight, ME_PATH, { headers: bearer(org.owner.apiKey) }), { detail: message });
+    const other = (await (await call("/auth/api-keys", json({ name: "second" }, bearer(org.owner.token)))).json()) as Json;
+    expect((await callWith(tight, "/v1/transformations", { headers: bearer(String(other.key)) })).status).toBe(200);
+  });
+
+  it("sign-ups are limited per trusted client address, and for everyone together when none is trusted", async () => {
+    const signup = () => json({ email: `${crypto.randomUUID()}@example.com`, password: "correct horse battery" });
+    const message = { detail: "too many sign-ups from your address; wait a minute and try again" };
+    const limited = { ...trusted, SIGNUP_LIMITER: env.TEST_TIGHT_LIMITER };
+    const ip = address();
+    const { passed, throttled } = await untilThrottled(() => callWith(limited, "/auth/signup", from(ip, signup())));
+    expect(passed.every((s) => s === 201)).toBe(true);
+    await expectThrottled(throttled, message);
+    expect((await callWith(limited, "/auth/signup", from(address(), signup()))).status).toBe(201);
+    // Not configured to trust the header: a client rotating it still shares one bucket.
+    const spoofed = await untilThrottled(() => callWith({ SIGNUP_LIMITER: env.TEST_TIGHT_LIMITER }, "/auth/signup", from(address(), signup())));
+    await expectThrottled(spoofed.throttled, message);
+  });
+
+  it("logins are limited per client over every account, unknown accounts included", async () => {
+    const org = await seedOrg();
+    const limited = { ...trusted, LOGIN_CLIENT_LIMITER: env.TEST_TIGHT_LIMITER };
+    const ip = address();
+    const { passed, throttled } = await untilThrottled((i) => callWith(limited, "/auth/login", from(ip, form({ username: `nobody-${crypto.randomUUID()}-${i}`, password: "wrong guess" }))));
+    expect(passed.every((s) => s === 401)).toBe(true);
+    await expectThrottled(throttled, { detail: "too many login attempts from your address; wait a minute and try again" });
+    expect((await callWith(limited, "/auth/login", from(address(), form({ username: org.owner.username, password: org.owner.password })))).status).toBe(200);
+  });
+});
+
+describe("login throttling: no lockout, no oracle", () => {
+  it("one client failing on purpose throttles only itself: the owner still signs in from elsewhere", async () => {
+    const org = await seedOrg();
+    const attacker = address();
+    for (let i = 0; i < 10; i++) expect((await callWith(trusted, "/auth/login", from(attacker, form({ username: org.owner.email, password: "wrong guess" })))).status).toBe(401);
+    await expectThrottled(await callWith(trusted, "/auth/login", from(attacker, form({ username: org.owner.username, password: org.owner.password }))), { detail: "too many login attempts for this account; wait a minute and try again" });
+    expect((await callWith(trusted, "/auth/login", from(address(), form({ username: org.owner.email, password: org.owner.password })))).status).toBe(200);
+  });
+
+  it("every spelling of an account (email in any case, username) counts against the same limit", async () => {
+    const org = await seedOrg();
+    const spellings = [org.owner.email, org.owner.username, org.owner.email.toUpperCase(), ` ${org.owner.username} `];
+    // With seedOrg's own login (by username), ten attempts.
+    for (let i = 0; i < 9; i++) expect((await call("/auth/login", form({ username: spellings[i % spellings.length], password: "wrong guess" }))).status).toBe(401);
+    await expectThrottled(await call("/auth/login", form({ username: org.owner.username, password: org.owner.password })), { detail: "too many login attempts for this account; wait a minute and try again" });
+  });
+
+  it("guesses spread over many clients meet the per-account ceiling", async () => {
+    const org = await seedOrg();
+    const limited = { ...trusted, LOGIN_ACCOUNT_LIMITER: env.TEST_TIGHT_LIMITER };
+    const { throttled } = await untilThrottled(() => callWith(limited, "/auth/login", from(address(), form({ username: org.owner.username, password: "wrong guess" }))));
+    await expectThrottled(throttled, { detail: "too many login attempts for this account; wait a minute and try again" });
+  });
+
+  it("a suspended account answers its right password exactly as a wrong one", async () => {
+    const org = await seedOrg();
+    const member = await org.addMember("member");
+    expect((await call("/admin/users/change", form({ user_id: member.userId, suspended: "true" }, bearer(org.owner.token), "PUT"))).status).toBe(200);
+    const right = await read(await call("/auth/login", form({ username: member.username, password: member.password })));
+    const wrong = await read(await call("/auth/login", form({ username: member.username, password: "wrong guess" })));
+    expect(right).toEqual([401, { detail: "Incorrect username or password" }]);
+    expect(wrong).toEqual(right);
+  });
+});
+
+describe("password policy", () => {
+  const weak = ["password", "12345678", "        ", "               ", "aaaaaaaaaaaaaaaa", "abababababababab", "1q2w3e4r5t6y", "passwordpassword", "Password2024!!", "Administrator123", "short pw"];
+
+  it("sign-up refuses short, blank and common passwords with a 422 naming the field, and creates nothing", async () => {
+    for (const password of weak) {
+      const email = `${crypto.randomUUID()}@example.com`;
+      const [status, body] = await read(await call("/auth/signup", json({ email, password })));
+      expect(status, password).toBe(422);
+      const issues = body.detail as { loc: unknown[] }[];
+      expect(issues.length, password).toBeGreaterThan(0);
+      for (const issue of issues) expect(issue.loc, password).toEqual(["body", "password"]);
+      expect((await call("/auth/signup", json({ email, password: "correct horse battery" }))).status, password).toBe(201);
+    }
+  });
+
+  it("a long but common password is refused by the list, in the HTTPValidationError shape", async () => {
+    const [status, body] = await read(await call("/auth/signup", json({ email: `${crypto.randomUUID()}@example.com`, password: "1q2w3e4r5t6y" })));
+    expect([status, body]).toEqual([422, { detail: [{ loc: ["body", "password"], msg: "is too common: it appears in lists of leaked passwords; choose another", type: "password_too_common" }] }]);
+  });
+
+  it("an administrator cannot add a user with a weak password either", async () => {
+    const org = await seedOrg();
+    for (const password of weak) {
+      const [status, body] = await read(await call("/admin/users/add", form({ email: `${crypto.randomUUID()}@example.com`, password }, bearer(org.owner.token))));
+      expect(status, password).toBe(422);
+      expect(JSON.stringify(body.detail), password).toContain('"loc":["body","password"]');
+    }
+  });
+});
+
+describe("access tokens", () => {
+  it("a token signed with the server's secret but without a numeric exp is refused", async () => {
+    const org = await seedOrg();
+    const secret = "test-jwt-secret-0123456789abcdef";
+    const now = Math.floor(Date.now() / 1000);
+    const refused = [401, { detail: "Could not validate credentials" }];
+    expect(await read(await call(ME_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now }, secret, "HS256")) }))).toEqual(refused);
+    expect(await read(await call(ME_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now, exp: "never" } as unknown as Parameters<typeof sign>[0], secret, "HS256")) }))).toEqual(refused);
+    // The same claims with an expiry are accepted, so the refusals above are about exp alone.
+    expect((await call(ME_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now, exp: now + 600 }, secret, "HS256")) })).status).toBe(200);
   });
 });

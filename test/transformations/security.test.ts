@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bearer, call, json, seedOrg, type Member } from "../helpers";
+import { env } from "cloudflare:test";
+import { bearer, call, callWith, json, seedOrg, type Member } from "../helpers";
 import { create, createDoubleJs, createDoublePy, get, list, remove, run } from "./fixtures";
 
 const BUDGET = "transformation exceeded its instruction budget";
@@ -146,4 +147,34 @@ describe("transformations: authentication", () => {
       expect(await wrong.json()).toEqual({ error: "Invalid API key" });
     });
   }
+});
+
+describe("transformations: sandbox rate limit", () => {
+  const tight = { SANDBOX_LIMITER: env.TEST_TIGHT_LIMITER };
+  const runWith = (member: Member, id: string, x: number) => callWith(tight, `/v1/transformation/${id}/run`, json({ inputs: { x } }, bearer(member.apiKey)));
+
+  it("counts every member's runs and checks against the organization, answering 429 with Retry-After; other organizations run on", async () => {
+    const org = await seedOrg();
+    const member = await org.addMember("member");
+    const id = await createDoubleJs(org.owner);
+    const passed: number[] = [];
+    let throttled: Response | undefined;
+    // The limit is 3 a minute; one window boundary may fall inside the loop, so a 429 comes within 7.
+    for (let i = 0; i < 7 && !throttled; i++) {
+      const response = await runWith(i % 2 ? member : org.owner, id, i);
+      if (response.status === 429) throttled = response;
+      else passed.push(response.status);
+    }
+    expect(passed.length).toBeGreaterThanOrEqual(3);
+    expect(passed.every((s) => s === 200)).toBe(true);
+    const body = { status: "failed", error: "your organization has started too many transformation runs this minute; wait a minute and try again" };
+    expect([throttled?.status, await throttled?.json()]).toEqual([429, body]);
+    expect(throttled?.headers.get("retry-after")).toBe("60");
+    // Creating one checks the source in the sandbox too, so it is counted the same way.
+    const create = await callWith(tight, "/v1/transformation", json({ name: `t${crypto.randomUUID().slice(0, 8)}`, function_name: "double", function: "function double({ x }) { return { y: x }; }", language: "javascript" }, bearer(member.apiKey)));
+    expect([create.status, await create.json()]).toEqual([429, body]);
+
+    const other = await seedOrg();
+    expect((await runWith(other.owner, await createDoubleJs(other.owner), 1)).status).toBe(200);
+  });
 });

@@ -1,12 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import { zBool, zId, zInt, zString } from "../../lib/schema";
+import { zNewPassword } from "../../lib/password-policy";
 
 const AssignableRole = z.enum(["admin", "member", "viewer"]).openapi({ description: "The owner role moves only through /admin/owner/change." });
 
 export const AddUserBody = z
   .object({
     email: z.string().max(254).email("must be an email address"),
-    password: zString(8, 256),
+    password: zNewPassword(),
     username: z.string().regex(/^[A-Za-z0-9_.-]{2,64}$/, "2-64 letters, digits, '_', '.' or '-'").optional(),
     name: zString(0, 200).optional(),
     role: AssignableRole.default("member"),

@@ -4,6 +4,7 @@ import { database, writeUnique } from "../../db/client";
 import { apiKeys, users } from "../../db/schema/identity";
 import { AppError, badRequest, forbidden, notFound } from "../../lib/errors";
 import { hashPassword } from "../../lib/crypto";
+import { assertPasswordNotCommon } from "../../lib/password-policy";
 import { newId } from "../../lib/ids";
 import { isRole } from "../../middleware/auth";
 import { auditInsert } from "../audit/audit.service";
@@ -24,6 +25,7 @@ async function memberOf(env: Env, auth: AuthContext, userId: string): Promise<Us
 }
 
 export async function addUser(env: Env, auth: AuthContext, input: { email: string; password: string; username?: string; name?: string; role: "admin" | "member" | "viewer" }) {
+  await assertPasswordNotCommon(input.password);
   const now = new Date().toISOString();
   const row: UserRow = {
     id: newId(),

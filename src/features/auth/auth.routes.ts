@@ -2,20 +2,24 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
 import { enforceLimit } from "../../middleware/limits";
+import { clientIdentity } from "../../middleware/client-identity";
 import { ApiKeyCreateBody, ApiKeyParams, LoginBody, SignupBody } from "./auth.schemas";
 import { createApiKey, currentUser, listApiKeys, login, revokeApiKey, signup } from "./auth.service";
 
 export function registerAuthRoutes(app: OpenAPIHono<AppBindings>): void {
   const tags = ["Auth"];
 
-  defineRoute(app, { method: "post", path: "/auth/signup", group: "B", auth: "none", tags, summary: "Create a user and a new organization it owns", body: SignupBody, responses: { 201: "Created", 403: "Sign-up is switched off", 409: "Email, username or organization taken" } }, async (c, { body }) =>
-    c.json(await signup(c.env, body), 201),
-  );
+  defineRoute(app, { method: "post", path: "/auth/signup", group: "B", auth: "none", tags, summary: "Create a user and a new organization it owns", body: SignupBody, responses: { 201: "Created", 403: "Sign-up is switched off", 409: "Email, username or organization taken", 429: "Too many sign-ups from this client (Retry-After)" } }, async (c, { body }) => {
+    // Each sign-up derives a password hash and creates an organization: per client, so nobody mass-creates them.
+    await enforceLimit(c.env.SIGNUP_LIMITER, `signup:${clientIdentity(c)}`, "too many sign-ups from your address; wait a minute and try again");
+    return c.json(await signup(c.env, body), 201);
+  });
 
-  defineRoute(app, { method: "post", path: "/auth/login", group: "B", auth: "none", tags, summary: "Exchange a username (or email) and password for an access token (OAuth2 password grant)", body: LoginBody, responses: { 429: "Too many attempts for this account" } }, async (c, { body }) => {
-    // Per account, so guessing one account's password is slow whichever addresses it comes from.
-    await enforceLimit(c.env.LOGIN_LIMITER, `login:${body.username.trim().toLowerCase()}`, "too many login attempts for this account; wait a minute and try again");
-    return c.json(await login(c.env, body.username, body.password));
+  defineRoute(app, { method: "post", path: "/auth/login", group: "B", auth: "none", tags, summary: "Exchange a username (or email) and password for an access token (OAuth2 password grant)", body: LoginBody, responses: { 429: "Too many attempts from this client or for this account (Retry-After)" } }, async (c, { body }) => {
+    const client = clientIdentity(c);
+    // Per client over every account, known or not: each attempt costs a slow key derivation.
+    await enforceLimit(c.env.LOGIN_CLIENT_LIMITER, `login-client:${client}`, "too many login attempts from your address; wait a minute and try again");
+    return c.json(await login(c.env, body.username, body.password, client));
   });
 
   defineRoute(app, { method: "get", path: "/auth/me", group: "B", auth: "bearer", tags, summary: "The signed-in user" }, async (c) => c.json(await currentUser(c.env, c.get("auth"))));

@@ -1,10 +1,11 @@
 import { z } from "@hono/zod-openapi";
 import { zId, zString } from "../../lib/schema";
+import { zNewPassword } from "../../lib/password-policy";
 
 export const SignupBody = z
   .object({
     email: z.string().max(254).email("must be an email address"),
-    password: zString(8, 256).openapi({ description: "At least 8 characters." }),
+    password: zNewPassword(),
     username: z.string().regex(/^[A-Za-z0-9_.-]{2,64}$/, "2-64 letters, digits, '_', '.' or '-'").optional(),
     name: zString(0, 200).optional(),
     organization: zString(1, 120).optional().openapi({ description: "A new organization's name; you become its owner." }),

@@ -4,7 +4,9 @@ import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { apiKeys, organizations, users } from "../../db/schema/identity";
 import { AppError, conflict, forbidden, notFound } from "../../lib/errors";
-import { hashPassword, randomBytes, sha256Hex, verifyPassword } from "../../lib/crypto";
+import { hashPassword, randomBytes, sha256Hex, verifyPassword, verifyPasswordAgainstNothing } from "../../lib/crypto";
+import { assertPasswordNotCommon } from "../../lib/password-policy";
+import { enforceLimit } from "../../middleware/limits";
 import { newId, toHex } from "../../lib/ids";
 import { accessTokenTtlSeconds, requireSecret, signupAllowed } from "../../lib/config";
 import { API_KEY_PREFIX } from "../../middleware/auth";
@@ -42,6 +44,7 @@ export interface SignupInput {
 
 export async function signup(env: Env, input: SignupInput) {
   if (!signupAllowed(env)) throw forbidden("sign-up is switched off on this server; ask an administrator to add you");
+  await assertPasswordNotCommon(input.password);
   const db = database(env);
   const email = input.email.toLowerCase();
   const orgName = input.organization?.trim() || `${input.username ?? email.split("@")[0]}'s organization`;
@@ -82,18 +85,35 @@ export async function signup(env: Env, input: SignupInput) {
   return { access_token: await issueAccessToken(env, user), token_type: "bearer" as const, user: { ...userRecord(user), organization: orgName } };
 }
 
-export async function login(env: Env, username: string, password: string) {
-  const login = username.trim();
+/** One answer for every refused login (unknown account, wrong password, suspended), so none is an oracle. */
+const refused = (): AppError => new AppError("unauthorized", "Incorrect username or password");
+
+/**
+ * Password grant. `client` is the caller's identity (middleware/client-identity.ts). Attempts are
+ * counted per account, whichever spelling (email in any case, or username) names it:
+ * - per account and client (LOGIN_LIMITER): one client guessing one account is slow, and it
+ *   throttles only itself, so nobody locks the owner out by failing on purpose;
+ * - per account across clients (LOGIN_ACCOUNT_LIMITER): a much higher ceiling, so many clients
+ *   together still cannot guess fast; reaching it takes a sustained flood from many addresses.
+ * The per-client limit over all accounts is counted by the route, before any lookup.
+ */
+export async function login(env: Env, username: string, password: string, client: string) {
+  const spelled = username.trim();
   const rows = await database(env)
     .select()
     .from(users)
-    .where(or(eq(users.email, login.toLowerCase()), eq(users.username, login)))
+    .where(or(eq(users.email, spelled.toLowerCase()), eq(users.username, spelled)))
     .limit(1);
   const user = rows[0];
-  // Hash even when the user is unknown, so timing does not reveal which accounts exist.
-  const ok = user ? await verifyPassword(password, user.passwordHash) : (await hashPassword(password), false);
-  if (!user || !ok) throw new AppError("unauthorized", "Incorrect username or password");
-  if (user.suspended) throw new AppError("forbidden", "this account is suspended");
+  const account = user ? `user:${user.id}` : `unknown:${spelled.toLowerCase()}`;
+  const message = "too many login attempts for this account; wait a minute and try again";
+  await enforceLimit(env.LOGIN_ACCOUNT_LIMITER, `login-account:${account}`, message);
+  await enforceLimit(env.LOGIN_LIMITER, `login:${account}:${client}`, message);
+  // The same key derivation runs whether or not the account exists, so timing does not tell.
+  const ok = user ? await verifyPassword(password, user.passwordHash) : await verifyPasswordAgainstNothing(password);
+  // A suspended account answers as a wrong password does (after the same work), so a correct
+  // guess against it is not confirmed.
+  if (!user || !ok || user.suspended) throw refused();
   return { access_token: await issueAccessToken(env, user), token_type: "bearer" as const };
 }
 

@@ -6,6 +6,7 @@ import { defineRoute } from "../../lib/route";
 import { AppError } from "../../lib/errors";
 import { verifyPassword } from "../../lib/crypto";
 import { authenticate } from "../../middleware/auth";
+import { clientIdentity } from "../../middleware/client-identity";
 import type { ChatbotServicesFactory } from "./chatbot-services";
 import { ChatbotIdParams, SessionBody, VisitorConversationParams, VisitorFeedbackBody, VisitorRunBody, VisitorUploadBody } from "./chatbots.schemas";
 import { canRun, parseObject, type ChatbotRow, type DeploymentSettings } from "./chatbots.service";
@@ -20,10 +21,6 @@ const SESSION_HEADER = "x-visitor-session";
 /** New sessions per client address per minute, so nobody mints sessions to dodge the per-visitor limit. */
 const SESSIONS_PER_IP_PER_MINUTE = 30;
 
-function clientIp(c: Context<AppBindings>): string {
-  return c.req.header("cf-connecting-ip") ?? "unknown";
-}
-
 /** A deployed chatbot reachable from this request's origin. */
 async function reachableChatbot(c: Context<AppBindings>, chatbotId: string): Promise<ChatbotRow> {
   const row = await getDeployedChatbot(c.env, chatbotId);
@@ -32,7 +29,7 @@ async function reachableChatbot(c: Context<AppBindings>, chatbotId: string): Pro
 }
 
 async function newSession(c: Context<AppBindings>, row: ChatbotRow, password: string | undefined) {
-  await consumeRateLimit(c.env, `session-ip:${row.id}:${clientIp(c)}`, SESSIONS_PER_IP_PER_MINUTE);
+  await consumeRateLimit(c.env, `session-ip:${row.id}:${clientIdentity(c)}`, SESSIONS_PER_IP_PER_MINUTE);
   const access = accessOf(row);
   let userId: string | null = null;
   if (access.mode === "password") {
@@ -101,7 +98,7 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
       const { session, issued } = await visitorSession(c, row, body.visitor_session, true);
       const limit = visitorRateLimit(row);
       await consumeRateLimit(env, `run:${row.id}:${session.visitorId}`, limit);
-      await consumeRateLimit(env, `run-ip:${row.id}:${clientIp(c)}`, limit * 5);
+      await consumeRateLimit(env, `run-ip:${row.id}:${clientIdentity(c)}`, limit * 5);
       const svc = services(env);
       const prepared = await prepareRun(env, svc, row, actorOf(session), body, showsSources(row));
       const extra = issued ? { visitor_session: issued } : {};

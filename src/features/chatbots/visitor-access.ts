@@ -3,7 +3,7 @@ import type { Env } from "../../env";
 import { database } from "../../db/client";
 import { chatbots } from "../../db/schema/chatbots";
 import { users } from "../../db/schema/identity";
-import { AppError, notFound } from "../../lib/errors";
+import { AppError, notFound, rateLimited } from "../../lib/errors";
 import { hmacSha256Hex, sha256Hex, timingSafeEqual } from "../../lib/crypto";
 import { requireSecret } from "../../lib/config";
 import { newId } from "../../lib/ids";
@@ -89,7 +89,8 @@ export async function consumeRateLimit(env: Env, key: string, limit: number): Pr
   )
     .bind(key, window)
     .first<{ count: number }>();
-  if ((row?.count ?? 0) > limit) throw new AppError("rate_limited", "too many requests to this chatbot: try again in a minute");
+  const retryAfter = 60 - (Math.floor(Date.now() / 1000) % 60);
+  if ((row?.count ?? 0) > limit) throw rateLimited("too many requests to this chatbot: try again in a minute", retryAfter);
 }
 
 export function visitorRateLimit(row: ChatbotRow): number {

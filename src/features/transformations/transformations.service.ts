@@ -6,7 +6,8 @@ import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
 import { runSandboxed, sandboxLimits } from "../../sandbox/sandbox";
-import type { SandboxOutcome } from "../../sandbox/sandbox.types";
+import type { SandboxOutcome, SandboxTask } from "../../sandbox/sandbox.types";
+import { enforceLimit } from "../../middleware/limits";
 import { compileIoSchema, validateAgainst, type IoSchema } from "./io-schema";
 import type { TransformationCreateInput } from "./transformations.schemas";
 
@@ -44,6 +45,16 @@ function sandboxError(outcome: Extract<SandboxOutcome, { ok: false }>): AppError
   return badRequest(outcome.message);
 }
 
+/**
+ * Every sandbox task goes through here: counted per organization (SANDBOX_LIMITER), since each
+ * one spends up to the fuel budget of CPU, whether from the API, a pipeline node or a chatbot's
+ * pipeline.
+ */
+async function runMetered(env: Env, auth: AuthContext, task: SandboxTask): Promise<SandboxOutcome> {
+  await enforceLimit(env.SANDBOX_LIMITER, `sandbox:${auth.orgId}`, "your organization has started too many transformation runs this minute; wait a minute and try again");
+  return runSandboxed(env, task);
+}
+
 function schemaOrThrow(schema: IoSchema, field: string) {
   const compiled = compileIoSchema(schema, field);
   if ("problem" in compiled) throw badRequest(compiled.problem);
@@ -62,7 +73,7 @@ export async function createTransformation(env: Env, auth: AuthContext, body: Tr
   if (taken[0]) throw conflict(`a transformation named '${body.name}' already exists`);
 
   // Parse the source and look for the function without running any of it.
-  const checked = await runSandboxed(env, { kind: "check", language: body.language, source: body.function, functionName: body.function_name, limits: sandboxLimits(env) });
+  const checked = await runMetered(env, auth, { kind: "check", language: body.language, source: body.function, functionName: body.function_name, limits: sandboxLimits(env) });
   if (!checked.ok) throw sandboxError(checked);
 
   const id = newId();
@@ -138,7 +149,7 @@ export async function runTransformationWithLogs(env: Env, auth: AuthContext, id:
   const inputProblem = validateAgainst(inputSchema, inputs, "inputs");
   if (inputProblem) throw badRequest(inputProblem);
 
-  const outcome = await runSandboxed(env, { kind: "run", language: row.language, source: row.source, functionName: row.functionName, inputsJson: JSON.stringify(inputs), limits: sandboxLimits(env) });
+  const outcome = await runMetered(env, auth, { kind: "run", language: row.language, source: row.source, functionName: row.functionName, inputsJson: JSON.stringify(inputs), limits: sandboxLimits(env) });
   if (!outcome.ok) throw sandboxError(outcome);
   let result: unknown;
   try {
