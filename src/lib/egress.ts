@@ -70,6 +70,15 @@ function redirectedInit(init: RequestInit, status: number, sameOrigin: boolean):
   return next;
 }
 
+/** A Location header made absolute; one that cannot be is passed on as written, for checkUrl to refuse. */
+function resolveLocation(location: string, base: URL): string {
+  try {
+    return new URL(location, base).toString();
+  } catch {
+    return location;
+  }
+}
+
 function linkedSignal(outer: AbortSignal | null | undefined, timeoutMs: number | undefined): AbortSignal | undefined {
   const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
   if (outer && timeout) return AbortSignal.any([outer, timeout]);
@@ -109,7 +118,7 @@ export async function egressFetch(raw: string, init: RequestInit, options: Egres
     if (hop >= (options.maxRedirects ?? DEFAULT_MAX_REDIRECTS)) throw new EgressError(`${url.hostname} redirected too many times`, "too_many_redirects");
     let next: URL;
     try {
-      next = checkUrl(new URL(location, url).toString(), options.rules);
+      next = checkUrl(resolveLocation(location, url), options.rules);
     } catch (error) {
       if (!(error instanceof BlockedUrlError)) throw error;
       throw new EgressError(`${url.hostname} answered ${response.status} with a redirect Loom refused to follow (${error.reason})`, "redirect_refused", error);
