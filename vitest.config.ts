@@ -10,6 +10,11 @@ const bindings = {
   // Test-only secrets; real deployments set their own with `wrangler secret put`.
   JWT_SECRET: "test-jwt-secret-0123456789abcdef",
   ENCRYPTION_KEY: "test-encryption-key-0123456789abcdef",
+  // The local model servers the tests' connections name, listed as an operator running Ollama would
+  // list theirs: fake servers (reached through FakeNetwork, never the network), a loopback Ollama
+  // port, and a loopback port nothing listens on. Every other private address is still refused,
+  // which test/providers/egress.security.test.ts checks.
+  ALLOW_PRIVATE_MODEL_HOSTS: "ollama.internal:11434,tei.internal,flaky.internal,slow.internal,llm.internal,127.0.0.1:11434,127.0.0.1:9",
 };
 
 /**

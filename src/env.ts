@@ -17,6 +17,8 @@ export interface Env {
   JWT_SECRET?: string;
   /** Encrypts connection and integration secrets at rest. A secret. */
   ENCRYPTION_KEY?: string;
+  /** Comma-separated `host[:port]` list of local model servers connections may use (private addresses, http). */
+  ALLOW_PRIVATE_MODEL_HOSTS?: string;
 
   /** One ConversationObject per chatbot conversation: its messages, answered in arrival order. */
   CONVERSATIONS: DurableObjectNamespace<import("./durable-objects/conversation-object").ConversationObject>;

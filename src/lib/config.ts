@@ -1,5 +1,6 @@
 import type { Env } from "../env";
 import { AppError } from "./errors";
+import { parseHostList, type UrlRules } from "./ssrf-guard";
 
 type SecretName = "JWT_SECRET" | "ENCRYPTION_KEY";
 
@@ -37,4 +38,13 @@ export function intSetting(value: string | undefined, fallback: number): number 
 export function maxChunksPerKnowledgeBase(env: Env): number {
   const vectorize = (env.KB_VECTOR_BACKEND ?? "durable-object") === "vectorize";
   return intSetting(env.KB_MAX_CHUNKS, vectorize ? 1_000_000 : 200_000);
+}
+
+/**
+ * Where an organization's model connections may point: any public named host over https, plus the
+ * local model servers the operator lists in ALLOW_PRIVATE_MODEL_HOSTS (`localhost:11434,gpu-box.lan:8000`),
+ * which may be private addresses and may use http.
+ */
+export function modelHostRules(env: Env): UrlRules {
+  return { publicHosts: true, trustedHosts: parseHostList(env.ALLOW_PRIVATE_MODEL_HOSTS) };
 }

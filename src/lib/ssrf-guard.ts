@@ -1,26 +1,24 @@
 import { AppError } from "./errors";
 
 /**
- * The one way Loom fetches a URL on a user's behalf. Only https, only hosts on the caller's
- * allow-list, no IP literals in any spelling, no credentials in the URL, every redirect checked
- * against the same rules, and caps on size and time. The fetch function is injected so tests
- * replay recorded responses instead of reaching the network.
+ * The rules every URL Loom fetches must pass (the fetching itself is `egressFetch` in egress.ts).
+ * Two kinds of destination:
+ * - a fixed service (`{ allowHosts }`): https on the default port, only the named hosts;
+ * - an organization's model server (`{ publicHosts: true, trustedHosts }`): any named public host
+ *   over https, any port; the operator's `trustedHosts` (ALLOW_PRIVATE_MODEL_HOSTS) may be private
+ *   or loopback and may use http.
+ * In both, no credentials in the URL and no IP literal in any spelling (decimal, octal, hex, short,
+ * IPv6, IPv4-mapped), unless the operator trusted that exact address.
  */
-export type FetchFunction = (input: Request | string | URL, init?: RequestInit) => Promise<Response>;
-
-export interface GuardedFetchOptions {
-  /** Exact host names, or `*.example.org` for any subdomain of example.org. */
-  allowHosts: readonly string[];
-  maxBytes: number;
-  timeoutMs: number;
-  maxRedirects?: number;
-  fetch?: FetchFunction;
-  headers?: Record<string, string>;
-}
+export type UrlRules = { allowHosts: readonly string[] } | { publicHosts: true; trustedHosts: readonly string[] };
 
 export class BlockedUrlError extends AppError {
+  /** The reason without the "refused to fetch" prefix, for field-level (422) messages. */
+  readonly reason: string;
+
   constructor(reason: string) {
     super("bad_request", `refused to fetch: ${reason}`);
+    this.reason = reason;
   }
 }
 
@@ -33,85 +31,89 @@ export function isIpLiteral(host: string): boolean {
   return h.startsWith("[") || h.includes(":") || IPV4_DOTTED.test(h) || IPV4_LIKE.test(h);
 }
 
-function hostAllowed(host: string, allowHosts: readonly string[]): boolean {
-  return allowHosts.some((rule) => (rule.startsWith("*.") ? host.endsWith(rule.slice(1)) && host.length > rule.length - 1 : host === rule));
+/**
+ * Names that mean "this machine" or "the private network": special-use and private-use domains
+ * (RFC 6761, RFC 8375, ICANN's .internal, mDNS .local, common LAN suffixes) and public wildcard-DNS
+ * services that answer any name with the address written in it (127.0.0.1.nip.io). A public name
+ * whose DNS record points at a private address cannot be seen from here; that boundary is the
+ * network's (see docs/providers.md, "Outbound requests").
+ */
+const LOCAL_SUFFIXES = ["localhost", "local", "internal", "home.arpa", "localdomain", "lan", "home", "corp", "intranet", "private", "test", "invalid", "in-addr.arpa", "ip6.arpa"];
+const LOOPBACK_DNS_SERVICES = ["nip.io", "sslip.io", "xip.io", "traefik.me", "localtest.me", "lvh.me", "vcap.me", "lacolhost.com", "fuf.me", "localhost.run"];
+
+export function isLocalName(host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, "");
+  // A single label ("ollama", "metadata", "kubernetes") is resolved by the local search domain.
+  if (!h.includes(".")) return true;
+  return [...LOCAL_SUFFIXES, ...LOOPBACK_DNS_SERVICES].some((suffix) => h === suffix || h.endsWith(`.${suffix}`));
 }
 
-/** Throws BlockedUrlError unless `raw` is a URL Loom may fetch. */
-export function checkUrl(raw: string, allowHosts: readonly string[]): URL {
+function hostMatches(host: string, rule: string): boolean {
+  return rule.startsWith("*.") ? host.endsWith(rule.slice(1)) && host.length > rule.length - 1 : host === rule;
+}
+
+/**
+ * Whether `url` is on a trusted list of `host` or `host:port` entries (`*.suffix` for any
+ * subdomain). Compared on the parsed URL, so 127.1 and 127.0.0.1 name the same trusted address.
+ */
+function isTrusted(url: URL, trustedHosts: readonly string[]): boolean {
+  const host = url.hostname.toLowerCase().replace(/\.$/, "");
+  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  return trustedHosts.some((entry) => {
+    const match = /^(\[[^\]]+\]|[^:]+)(?::(\d{1,5}))?$/.exec(entry);
+    if (!match) return false;
+    return hostMatches(host, match[1]) && (match[2] === undefined || match[2] === port);
+  });
+}
+
+/**
+ * Parses an operator's comma-separated `host[:port]` list into canonical entries (lower case, IP
+ * spellings normalized by the URL parser, so "127.1:11434" is stored as "127.0.0.1:11434").
+ */
+export function parseHostList(value: string | undefined): string[] {
+  const entries: string[] = [];
+  for (const raw of (value ?? "").split(/[\s,]+/)) {
+    const entry = raw.trim().toLowerCase();
+    if (!entry) continue;
+    if (entry.startsWith("*.")) {
+      entries.push(entry);
+      continue;
+    }
+    try {
+      const url = new URL(`http://${entry}`);
+      if (url.pathname !== "/" || url.username || url.search) continue;
+      const port = /:(\d{1,5})$/.exec(entry)?.[1];
+      entries.push(port ? `${url.hostname}:${port}` : url.hostname);
+    } catch {
+      // An unreadable entry trusts nothing.
+    }
+  }
+  return entries;
+}
+
+/** Throws BlockedUrlError unless `raw` is a URL Loom may fetch under `rules` (a host list means `{ allowHosts }`). */
+export function checkUrl(raw: string, rulesOrHosts: UrlRules | readonly string[]): URL {
+  const rules: UrlRules = Array.isArray(rulesOrHosts) ? { allowHosts: rulesOrHosts } : (rulesOrHosts as UrlRules);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw new BlockedUrlError("not a valid URL");
   }
-  if (url.protocol !== "https:") throw new BlockedUrlError("only https URLs are allowed");
   if (url.username || url.password) throw new BlockedUrlError("URLs with credentials are not allowed");
-  if (url.port && url.port !== "443") throw new BlockedUrlError("only the default https port is allowed");
+  const trusted = "trustedHosts" in rules && (url.protocol === "http:" || url.protocol === "https:") && isTrusted(url, rules.trustedHosts);
+  if (trusted) return url;
+  if (url.protocol !== "https:") throw new BlockedUrlError("only https URLs are allowed");
+  if ("allowHosts" in rules && url.port && url.port !== "443") throw new BlockedUrlError("only the default https port is allowed");
   // Check the authority as written too: the parser turns 0x7f.1 or 2130706433 into 127.0.0.1.
   const written = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(raw.trim())?.[1] ?? "";
   const writtenHost = written.replace(/^.*@/, "").replace(/:\d*$/, "");
   if (isIpLiteral(url.hostname) || isIpLiteral(writtenHost) || /%[0-9a-f]{2}/i.test(writtenHost)) throw new BlockedUrlError("IP addresses are not allowed, only named hosts");
   const host = url.hostname.toLowerCase().replace(/\.$/, "");
-  if (!hostAllowed(host, allowHosts)) throw new BlockedUrlError(`host ${host} is not on the allow-list`);
+  if ("allowHosts" in rules) {
+    if (!rules.allowHosts.some((rule) => hostMatches(host, rule))) throw new BlockedUrlError(`host ${host} is not on the allow-list`);
+  } else if (isLocalName(host)) {
+    throw new BlockedUrlError(`host ${host} is a local or private name`);
+  }
   return url;
-}
-
-async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array> {
-  const declared = Number(response.headers.get("content-length") ?? "0");
-  if (declared > maxBytes) throw new AppError("payload_too_large", `the fetched resource exceeds ${maxBytes} bytes`);
-  if (!response.body) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw new AppError("payload_too_large", `the fetched resource exceeds ${maxBytes} bytes`);
-    }
-    parts.push(value);
-  }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
-}
-
-export interface GuardedResponse {
-  url: string;
-  status: number;
-  contentType: string;
-  body: Uint8Array;
-}
-
-/** Fetches `raw` under the guard; follows at most `maxRedirects` redirects, each one checked. */
-export async function guardedFetch(raw: string, options: GuardedFetchOptions): Promise<GuardedResponse> {
-  const doFetch = options.fetch ?? fetch;
-  const signal = AbortSignal.timeout(options.timeoutMs);
-  let url = checkUrl(raw, options.allowHosts);
-  for (let hop = 0; ; hop++) {
-    let response: Response;
-    try {
-      response = await doFetch(url.toString(), { redirect: "manual", signal, headers: { "user-agent": "Loom/0.1 (knowledge-base ingestion)", ...options.headers } });
-    } catch (error) {
-      if (signal.aborted) throw new AppError("provider_failed", `fetching ${url.hostname} timed out after ${options.timeoutMs} ms`);
-      throw new AppError("provider_failed", `fetching ${url.hostname} failed: ${error instanceof Error ? error.message : "network error"}`);
-    }
-    if (response.status >= 300 && response.status < 400) {
-      const location = response.headers.get("location");
-      await response.body?.cancel();
-      if (!location) throw new AppError("provider_failed", `${url.hostname} answered a redirect without a location`);
-      if (hop >= (options.maxRedirects ?? 3)) throw new BlockedUrlError("too many redirects");
-      url = checkUrl(new URL(location, url).toString(), options.allowHosts);
-      continue;
-    }
-    const body = await readCapped(response, options.maxBytes);
-    return { url: url.toString(), status: response.status, contentType: response.headers.get("content-type") ?? "", body };
-  }
 }

@@ -40,6 +40,8 @@ type StreamEvent =
   | { type: "ping" }
   | { type: "error"; error?: { type?: string; message?: string } };
 
+const ANTHROPIC_ERROR_TYPES = new Set(["invalid_request_error", "authentication_error", "permission_error", "not_found_error", "request_too_large", "rate_limit_error", "api_error", "overloaded_error"]);
+
 function messagesUrl(baseUrl: string): string {
   return /\/v1\/?$/.test(baseUrl) ? joinUrl(baseUrl, "messages") : joinUrl(baseUrl, "v1/messages");
 }
@@ -171,7 +173,8 @@ export class AnthropicChatModel implements ChatModel {
           stopped = true;
           break;
         case "error":
-          throw providerFailed(t, `${event.error?.type ?? "error"}: ${event.error?.message ?? "the stream reported an error"}`);
+          // Only Anthropic's documented error types are named; the message is the server's own text.
+          throw providerFailed(t, `the stream reported ${ANTHROPIC_ERROR_TYPES.has(event.error?.type ?? "") ? event.error?.type : "an error"}`);
         default:
           break;
       }

@@ -1,7 +1,8 @@
-import { AppError } from "../lib/errors";
+import { AppError, badRequest } from "../lib/errors";
+import { EgressError, egressFetch, type FetchLike } from "../lib/egress";
+import { BlockedUrlError, type UrlRules } from "../lib/ssrf-guard";
 
-/** The fetch a provider client uses. Production passes the global fetch; tests pass a fake server. */
-export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+export type { FetchLike };
 
 /** How a provider client reaches its service, and which connection it acts for. */
 export interface ProviderTransport {
@@ -9,7 +10,10 @@ export interface ProviderTransport {
   provider: string;
   /** The organization's connection name (or "request" for a one-call credential), shown in errors. */
   connection: string;
-  fetch: FetchLike;
+  /** Which URLs this transport may reach (checked before every request and redirect). */
+  rules: UrlRules;
+  /** The network under the egress checks. Production leaves it unset (the global fetch); tests pass a fake server. */
+  fetch?: FetchLike;
   /** Per attempt: until the response headers arrive, then between stream chunks. */
   timeoutMs: number;
   /** Extra attempts after a 429, a 5xx or a network failure. Bounded so a dead provider fails fast. */
@@ -26,10 +30,11 @@ export const DEFAULT_MAX_RETRIES = 2;
 export const DEFAULT_RETRY_BASE_MS = 400;
 const MAX_BACKOFF_MS = 8_000;
 const MAX_ERROR_DETAIL = 200;
+/** Largest answer read from a provider: 96 embeddings of 3072 dimensions as JSON are about 6 MB. */
+export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
-export function transport(partial: Pick<ProviderTransport, "provider" | "connection"> & Partial<ProviderTransport>): ProviderTransport {
+export function transport(partial: Pick<ProviderTransport, "provider" | "connection" | "rules"> & Partial<ProviderTransport>): ProviderTransport {
   return {
-    fetch: (input, init) => fetch(input, init),
     timeoutMs: DEFAULT_TIMEOUT_MS,
     maxRetries: DEFAULT_MAX_RETRIES,
     retryBaseMs: DEFAULT_RETRY_BASE_MS,
@@ -48,7 +53,11 @@ export function scrub(text: string, secrets: readonly string[]): string {
   return clean.replace(/\b(sk|pk|rk|key|api|co)[-_][A-Za-z0-9_\-*.]{6,}/gi, "[redacted]");
 }
 
-/** The one error a failed provider becomes: 502, naming the provider and connection, never the key. */
+/**
+ * The one error a failed provider becomes: 502, naming the provider and connection, never the key.
+ * `reason` is Loom's own wording (a status, a timeout, a broken stream), never text the provider
+ * sent: an upstream body could be anything the URL's server chose to say.
+ */
 export function providerFailed(t: Pick<ProviderTransport, "provider" | "connection" | "secrets">, reason: string): AppError {
   const detail = scrub(reason, t.secrets).replace(/\s+/g, " ").trim().slice(0, MAX_ERROR_DETAIL);
   return new AppError("provider_failed", `the model provider ${t.provider} (connection '${t.connection}') failed: ${detail}`);
@@ -101,16 +110,26 @@ export class IdleDeadline {
   }
 }
 
-async function errorDetail(response: Response): Promise<string> {
+/** What a failed status means, in Loom's words. */
+const STATUS_HINTS: Record<number, string> = {
+  400: "the provider refused the request",
+  401: "the provider refused the credentials",
+  403: "the provider refused the credentials",
+  404: "no such endpoint or model at the connection's base_url",
+  413: "the request was too large for the provider",
+  429: "rate limited by the provider",
+};
+
+/**
+ * The client sees the status only; the operator's log also gets the start of the body, scrubbed
+ * of secrets, since it usually says what went wrong ("invalid x-api-key").
+ */
+async function failedStatus(t: ProviderTransport, response: Response): Promise<string> {
   const body = await response.text().catch(() => "");
-  let message = body;
-  try {
-    const parsed = JSON.parse(body) as { error?: { message?: string } | string; message?: string; detail?: string };
-    message = (typeof parsed.error === "string" ? parsed.error : parsed.error?.message) ?? parsed.message ?? parsed.detail ?? body;
-  } catch {
-    // Not JSON: keep the raw text, scrubbed and truncated by providerFailed.
-  }
-  return `HTTP ${response.status}${message ? `: ${message}` : ""}`;
+  const hint = STATUS_HINTS[response.status];
+  const reason = `HTTP ${response.status}${hint ? ` (${hint})` : ""}`;
+  console.warn(JSON.stringify({ event: "provider_status", provider: t.provider, connection: t.connection, status: response.status, upstream: scrub(body, t.secrets).replace(/\s+/g, " ").slice(0, MAX_ERROR_DETAIL) }));
+  return reason;
 }
 
 /**
@@ -124,9 +143,12 @@ export async function send(t: ProviderTransport, url: string, init: RequestInit,
     const deadline = new IdleDeadline(t.timeoutMs, signal);
     let response: Response;
     try {
-      response = await t.fetch(url, { ...init, signal: deadline.signal });
+      response = await egressFetch(url, { ...init, signal: deadline.signal }, { rules: t.rules, maxBytes: MAX_RESPONSE_BYTES, fetch: t.fetch });
     } catch (error) {
       deadline.dispose();
+      // A refused URL is the connection's configuration, not a provider failure: no retry.
+      if (error instanceof BlockedUrlError) throw badRequest(`connection '${t.connection}': ${error.message} (check its base_url)`);
+      if (error instanceof EgressError) throw providerFailed(t, error.message);
       if (signal?.aborted) throw providerFailed(t, "the request was aborted");
       lastReason = deadline.timedOut ? `no answer within ${t.timeoutMs} ms` : `network error: ${error instanceof Error ? error.message : String(error)}`;
       if (attempt < t.maxRetries) await sleep(backoffMs(t, attempt, null));
@@ -134,7 +156,7 @@ export async function send(t: ProviderTransport, url: string, init: RequestInit,
     }
     if (response.ok) return { response, deadline };
     deadline.dispose();
-    lastReason = await errorDetail(response);
+    lastReason = await failedStatus(t, response);
     if (!retryable(response.status) || attempt === t.maxRetries) break;
     await sleep(backoffMs(t, attempt, response.headers.get("retry-after")));
   }
@@ -149,7 +171,8 @@ export async function sendJson<T>(t: ProviderTransport, url: string, init: Reque
   const { response, deadline } = await send(t, url, init, signal);
   try {
     return (await response.json()) as T;
-  } catch {
+  } catch (error) {
+    if (error instanceof EgressError) throw providerFailed(t, error.message);
     throw providerFailed(t, "the answer was not valid JSON");
   } finally {
     deadline.dispose();

@@ -1,5 +1,6 @@
 import type { AuthContext, Env } from "../env";
 import { badRequest, type AppError } from "../lib/errors";
+import { modelHostRules } from "../lib/config";
 import { resolveConnection, resolveConnectionsOfKind, type ResolvedConnection } from "../features/connections/connections.service";
 import type { ConnectionKind } from "../features/connections/connections.schemas";
 import { AnthropicChatModel } from "./anthropic";
@@ -71,10 +72,11 @@ export function noProvider(purpose: Purpose, what: string): AppError {
   return badRequest(`${what} needs ${purpose === "embedding" ? "an" : "a"} ${purpose} model: add a connection of kind ${kindList(purpose)} (POST /admin/connections/create) or name a model as <connection>/<model>`);
 }
 
-function transportFor(connection: { kind: string; name: string }, secrets: (string | null)[], deps: ProviderDeps): ProviderTransport {
+function transportFor(env: Env, connection: { kind: string; name: string }, secrets: (string | null)[], deps: ProviderDeps): ProviderTransport {
   return transport({
     provider: connection.kind,
     connection: connection.name,
+    rules: modelHostRules(env),
     secrets: secrets.filter((s): s is string => Boolean(s)),
     timeoutMs: deps.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxRetries: deps.maxRetries ?? DEFAULT_MAX_RETRIES,
@@ -84,12 +86,12 @@ function transportFor(connection: { kind: string; name: string }, secrets: (stri
   });
 }
 
-function openAiEndpoint(connection: ResolvedConnection, deps: ProviderDeps): OpenAiEndpoint {
-  return { transport: transportFor(connection, [connection.secret], deps), baseUrl: connection.baseUrl ?? OPENAI_URL, secret: connection.secret, connection: connection.name };
+function openAiEndpoint(env: Env, connection: ResolvedConnection, deps: ProviderDeps): OpenAiEndpoint {
+  return { transport: transportFor(env, connection, [connection.secret], deps), baseUrl: connection.baseUrl ?? OPENAI_URL, secret: connection.secret, connection: connection.name };
 }
 
 function aiRunner(env: Env, connection: ResolvedConnection, deps: ProviderDeps): AiRunner {
-  const t = transportFor(connection, [connection.secret], deps);
+  const t = transportFor(env, connection, [connection.secret], deps);
   const binding = deps.ai ?? env.AI;
   const accountId = typeof connection.settings.account_id === "string" ? connection.settings.account_id : undefined;
   // An explicit account and token win over the binding: the connection names whose account pays.
@@ -150,11 +152,11 @@ export async function chatModelFor(env: Env, auth: Pick<AuthContext, "orgId">, n
   const { connection, model } = chosen;
   switch (connection.kind) {
     case "anthropic":
-      return new AnthropicChatModel({ transport: transportFor(connection, [connection.secret], options), baseUrl: connection.baseUrl ?? ANTHROPIC_URL, secret: connection.secret, connection: connection.name }, model);
+      return new AnthropicChatModel({ transport: transportFor(env, connection, [connection.secret], options), baseUrl: connection.baseUrl ?? ANTHROPIC_URL, secret: connection.secret, connection: connection.name }, model);
     case "workers_ai":
       return new WorkersAiChatModel(aiRunner(env, connection, options), model);
     default:
-      return new OpenAiChatModel(openAiEndpoint(connection, options), model);
+      return new OpenAiChatModel(openAiEndpoint(env, connection, options), model);
   }
 }
 
@@ -175,7 +177,7 @@ export async function embedderFor(env: Env, auth: Pick<AuthContext, "orgId">, na
   const { connection, model } = chosen;
   if (connection.kind === "workers_ai") return new WorkersAiEmbedder(aiRunner(env, connection, options), model);
   const dimensions = Number(connection.settings.embedding_dimensions);
-  return new OpenAiEmbedder(openAiEndpoint(connection, options), model, Number.isInteger(dimensions) && dimensions > 0 && dimensions <= 8192 ? dimensions : undefined);
+  return new OpenAiEmbedder(openAiEndpoint(env, connection, options), model, Number.isInteger(dimensions) && dimensions > 0 && dimensions <= 8192 ? dimensions : undefined);
 }
 
 export interface RerankerOptions extends ProviderDeps {
@@ -199,7 +201,7 @@ export async function rerankerFor(env: Env, auth: Pick<AuthContext, "orgId">, na
     if (!model) throw badRequest(`reranking_model '${name}': connection '${parsed.connection}' has no default rerank model`);
     const label = { kind: usable?.kind ?? "cohere", name: usable ? `${usable.name} (request key)` : "request" };
     return new CohereReranker(
-      { transport: transportFor(label, [options.apiKey, usable?.secret ?? null], options), baseUrl: usable?.baseUrl ?? COHERE_BASE_URL, secret: options.apiKey, connection: usable?.name ?? "cohere" },
+      { transport: transportFor(env, label, [options.apiKey, usable?.secret ?? null], options), baseUrl: usable?.baseUrl ?? COHERE_BASE_URL, secret: options.apiKey, connection: usable?.name ?? "cohere" },
       model,
     );
   }
@@ -208,7 +210,7 @@ export async function rerankerFor(env: Env, auth: Pick<AuthContext, "orgId">, na
   const { connection, model } = chosen;
   if (connection.kind === "workers_ai") return new WorkersAiReranker(aiRunner(env, connection, options), model);
   return new CohereReranker(
-    { transport: transportFor(connection, [connection.secret], options), baseUrl: connection.baseUrl ?? COHERE_BASE_URL, secret: connection.secret, connection: connection.name },
+    { transport: transportFor(env, connection, [connection.secret], options), baseUrl: connection.baseUrl ?? COHERE_BASE_URL, secret: connection.secret, connection: connection.name },
     model,
   );
 }
@@ -219,5 +221,5 @@ export async function transcriberFor(env: Env, auth: Pick<AuthContext, "orgId">,
   if (!chosen) throw noProvider("transcription", what);
   const { connection, model } = chosen;
   if (connection.kind === "workers_ai") return new WorkersAiTranscriber(aiRunner(env, connection, options), model);
-  return new OpenAiTranscriber(openAiEndpoint(connection, options), model);
+  return new OpenAiTranscriber(openAiEndpoint(env, connection, options), model);
 }

@@ -87,8 +87,10 @@ export class RestRunner implements AiRunner {
       if (!response.body) throw providerFailed(this.transport, "the stream had no body");
       return withDeadline(response.body, deadline);
     }
-    const answer = await sendJson<{ result?: unknown; success?: boolean; errors?: { message?: string }[] }>(this.transport, url, init, signal);
-    if (answer.success === false) throw providerFailed(this.transport, answer.errors?.[0]?.message ?? "the call did not succeed");
+    const answer = await sendJson<{ result?: unknown; success?: boolean; errors?: { code?: unknown; message?: string }[] }>(this.transport, url, init, signal);
+    // Cloudflare's numeric error code says what failed; its message text is not passed on.
+    const code = answer.errors?.[0]?.code;
+    if (answer.success === false) throw providerFailed(this.transport, `the call did not succeed${typeof code === "number" ? ` (error ${code})` : ""}`);
     return answer.result;
   }
 }

@@ -397,7 +397,7 @@ describe("chatbots: inbound webhooks", () => {
     const app = chatbotApp();
     const org = await seedOrg();
     const id = await createChatbot(app, org.owner.apiKey);
-    await app.request("/chatbots/update/chatworkspace", form({ chatbot_id: id, team_id: "T1", signing_secret: WORKSPACE_SIGNING, bot_token: WORKSPACE_BOT_TOKEN, api_base_url: "https://workspace.example/api", enabled: "true" }, bearer(org.owner.token)));
+    await app.request("/chatbots/update/chatworkspace", form({ chatbot_id: id, team_id: "T1", signing_secret: WORKSPACE_SIGNING, bot_token: WORKSPACE_BOT_TOKEN, api_base_url: "https://slack-gov.com/api", enabled: "true" }, bearer(org.owner.token)));
     const post = async (payload: unknown) => {
       const raw = JSON.stringify(payload);
       const ts = Math.floor(Date.now() / 1000);
@@ -411,7 +411,7 @@ describe("chatbots: inbound webhooks", () => {
     await app.settle();
     expect(app.recorded.fetches).toHaveLength(1);
     const sent = app.recorded.fetches[0];
-    expect(sent.url).toBe("https://workspace.example/api/chat.postMessage");
+    expect(sent.url).toBe("https://slack-gov.com/api/chat.postMessage");
     expect(new Headers(sent.init?.headers).get("authorization")).toBe(`Bearer ${WORKSPACE_BOT_TOKEN}`);
     expect(JSON.parse(String(sent.init?.body))).toEqual({ channel: "C1", text: "Answer to what's new? (after 0 messages)", thread_ts: "1700000000.0001" });
 

@@ -2,7 +2,8 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call, json, seedOrg } from "../helpers";
 import { createKb, fileData, indexText, query, send } from "./kb-fixtures";
-import { checkUrl, guardedFetch, isIpLiteral } from "../../src/lib/ssrf-guard";
+import { checkUrl, isIpLiteral } from "../../src/lib/ssrf-guard";
+import { guardedFetch } from "../../src/lib/egress";
 import { parseArxivRef, parseWikipediaRef, parseYoutubeRef } from "../../src/features/knowledge-bases/sources";
 
 const ID = "0123456789abcdef01234567";

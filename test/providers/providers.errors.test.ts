@@ -41,7 +41,7 @@ describe("providers: failures become the documented 502", () => {
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).status).toBe(502);
     expect((error as AppError).code).toBe("provider_failed");
-    expect((error as AppError).message).toBe("the model provider openai (connection 'prod-openai') failed: HTTP 500: The server had an error");
+    expect((error as AppError).message).toBe("the model provider openai (connection 'prod-openai') failed: HTTP 500");
     expect(net.received).toHaveLength(3);
   });
 
@@ -80,7 +80,7 @@ describe("providers: failures become the documented 502", () => {
     const model = await chatModelFor(env, org, undefined, { fetch: net.fetch, ...instant });
     const error = (await captureConsole(() => model.complete({ messages: [{ role: "user", content: "hi" }] }))).error as AppError;
     expect(error.status).toBe(502);
-    expect(error.message).toBe("the model provider anthropic (connection 'claude') failed: HTTP 401: invalid x-api-key");
+    expect(error.message).toBe("the model provider anthropic (connection 'claude') failed: HTTP 401 (the provider refused the credentials)");
     expect(net.received).toHaveLength(1);
   });
 
@@ -110,7 +110,7 @@ describe("providers: failures become the documented 502", () => {
       .on("http://llm.internal/v1/embeddings", () => Response.json({ data: [] }));
     const claude = await chatModelFor(env, org, "claude", { fetch: net.fetch, ...instant });
     expect((await failure(collect(claude.stream({ messages: [{ role: "user", content: "x" }] })))).message).toBe(
-      "the model provider anthropic (connection 'claude') failed: overloaded_error: Overloaded",
+      "the model provider anthropic (connection 'claude') failed: the stream reported overloaded_error",
     );
     const local = await chatModelFor(env, org, "local", { fetch: net.fetch });
     expect((await failure(collect(local.stream({ messages: [{ role: "user", content: "x" }] })))).message).toBe(

@@ -85,7 +85,7 @@ describe("providers: secrets reach only their own provider", () => {
     expect(net.received[0]?.json?.model).toBe("rerank-v3.5");
     const { status, body } = await rendered(error);
     expect(status).toBe(502);
-    expect(body).toBe(JSON.stringify({ status: "failed", error: "the model provider cohere (connection 'request') failed: HTTP 401: invalid api token [redacted]" }));
+    expect(body).toBe(JSON.stringify({ status: "failed", error: "the model provider cohere (connection 'request') failed: HTTP 401 (the provider refused the credentials)" }));
     for (const line of lines) expect(line).not.toContain(CANARY);
     // Nothing of the request key lands in the database: no connection, no audit entry.
     for (const table of ["connections", "audit_log"]) {

@@ -3,6 +3,7 @@ import type { AuthContext, Env } from "../../env";
 import type { ChatMessage } from "../../providers/types";
 import type { MessageSource } from "../../durable-objects/conversation-object";
 import { AppError, badRequest } from "../../lib/errors";
+import type { FetchLike } from "../../lib/egress";
 import { database } from "../../db/client";
 import { users } from "../../db/schema/identity";
 import { chatModelFor, transcriberFor } from "../../providers/registry";
@@ -64,8 +65,11 @@ export interface ChatbotServices {
   /** Runs a pipeline to completion and answers its outputs by name. */
   runPipeline(input: PipelineRunInput): Promise<Record<string, unknown>>;
   transcribe(input: { orgId: string; audio: Uint8Array; mimeType: string }): Promise<string>;
-  /** Outbound calls to the chat workspace's web API. */
-  fetch: typeof fetch;
+  /**
+   * The network under the egress checks, for replies to the chat workspace's web API. Production
+   * leaves it unset (egressFetch uses the global fetch); tests record what would be sent.
+   */
+  fetch?: FetchLike;
 }
 
 export type ChatbotServicesFactory = (env: Env) => ChatbotServices;
@@ -165,5 +169,4 @@ export const productionChatbotServices: ChatbotServicesFactory = (env) => ({
   queryKnowledgeBases: (query) => queryKnowledge(env, query),
   runPipeline: (input) => runPipelineForUser(env, { orgId: input.orgId, userId: input.userId, pipelineId: input.pipelineId, inputs: input.inputs, signal: input.signal }),
   transcribe: ({ orgId, audio, mimeType }) => transcribeAudio(env, orgId, audio, mimeType),
-  fetch: (input, init) => fetch(input, init),
 });

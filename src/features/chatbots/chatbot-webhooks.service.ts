@@ -6,6 +6,8 @@ import { AppError, badRequest, notFound } from "../../lib/errors";
 import { decryptSecret } from "../../lib/crypto";
 import { requireSecret } from "../../lib/config";
 import { tryParseJson } from "../../lib/body";
+import { egressFetch } from "../../lib/egress";
+import { DEFAULT_WORKSPACE_API, WORKSPACE_API_HOSTS } from "./chatbots.schemas";
 import type { ChatbotServices } from "./chatbot-services";
 import { parseObject, type ChatbotRow, type ChatWorkspaceSettings, type DeploymentSettings, type TelephonySettings } from "./chatbots.service";
 import { executeRun, prepareRun } from "./chatbot-run";
@@ -13,8 +15,9 @@ import { conversationNameFrom } from "./history-budget";
 import { createConversation, findChannelConversation } from "./conversations.service";
 import { checkWorkspaceRequest, escapeXml, verifyTelephonySignature } from "./webhook-signatures";
 
-/** Default base address of the chat workspace's web API; a chatbot may set its own. */
-export const DEFAULT_WORKSPACE_API = "https://slack.com/api";
+/** A reply's answer is a few bytes of JSON; anything past this is not the workspace API. */
+const MAX_WORKSPACE_REPLY_BYTES = 64 * 1024;
+const WORKSPACE_TIMEOUT_MS = 10_000;
 /** Processed webhook requests are remembered this long to refuse replays. */
 const REPLAY_MEMORY_SECONDS = 2 * 24 * 60 * 60;
 
@@ -157,13 +160,19 @@ export async function handleWorkspaceWebhook(
         console.error(JSON.stringify({ level: "error", where: "chatbot.chatworkspace", chatbotId, error: error instanceof Error ? error.message : String(error) }));
         reply = "Sorry, I could not answer that right now.";
       }
-      const response = await services.fetch(`${apiBase}/chat.postMessage`, {
-        method: "POST",
-        headers: { "content-type": "application/json; charset=utf-8", authorization: `Bearer ${botToken}` },
-        body: JSON.stringify({ channel, text: reply, thread_ts: event.thread_ts ?? event.ts }),
-      });
+      // Checked again here, not only when saved: a stored URL from before the allow-list must not get the token.
+      const response = await egressFetch(
+        `${apiBase}/chat.postMessage`,
+        {
+          method: "POST",
+          headers: { "content-type": "application/json; charset=utf-8", authorization: `Bearer ${botToken}` },
+          body: JSON.stringify({ channel, text: reply, thread_ts: event.thread_ts ?? event.ts }),
+        },
+        { rules: { allowHosts: WORKSPACE_API_HOSTS }, maxBytes: MAX_WORKSPACE_REPLY_BYTES, timeoutMs: WORKSPACE_TIMEOUT_MS, fetch: services.fetch },
+      );
+      await response.body?.cancel();
       if (!response.ok) console.error(JSON.stringify({ level: "error", where: "chatbot.chatworkspace.post", chatbotId, status: response.status }));
-    })().catch((error: unknown) => console.error(JSON.stringify({ level: "error", where: "chatbot.chatworkspace.post", chatbotId, error: String(error) }))),
+    })().catch((error: unknown) => console.error(JSON.stringify({ level: "error", where: "chatbot.chatworkspace.post", chatbotId, error: error instanceof Error ? error.message : "failed" }))),
   );
   return { ok: true };
 }

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ROLES } from "../../env";
 import { zArray, zBool, zId, zInt, zJsonObject, zNumber, zString } from "../../lib/schema";
+import { BlockedUrlError, checkUrl } from "../../lib/ssrf-guard";
 
 /** `<connection>/<model>`: the connection name as the connections feature allows it, then the provider's model name. */
 const ModelName = z
@@ -173,20 +174,36 @@ export const TelephonyBody = z
   .object({
     chatbot_id: zId(),
     account_sid: zString(1, 100).optional(),
-    auth_token: zString(8, 500).optional().openapi({ description: "Signs the provider's webhook requests. Write-only." }),
+    auth_token: zString(8, 500).optional().openapi({ description: "Signs the provider's webhook requests. Write-only; owner or admin only." }),
     phone_number: z.string().regex(/^\+[1-9]\d{6,14}$/, "must be an E.164 number like +15551234567").optional(),
     enabled: zBool().optional(),
   })
   .openapi("Body_update_telephony");
 export type TelephonyInput = z.output<typeof TelephonyBody>;
 
+/** The chat workspace's web API lives on these hosts only: replies carry the bot token there. */
+export const WORKSPACE_API_HOSTS = ["slack.com", "*.slack.com", "slack-gov.com", "*.slack-gov.com"] as const;
+/** Default base address of the chat workspace's web API. */
+export const DEFAULT_WORKSPACE_API = "https://slack.com/api";
+
+const WorkspaceApiUrl = z
+  .string()
+  .max(1000)
+  .superRefine((value, ctx) => {
+    try {
+      checkUrl(value, WORKSPACE_API_HOSTS);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: `must be an https URL on ${WORKSPACE_API_HOSTS.join(", ")}: ${error instanceof BlockedUrlError ? error.reason : "not a valid URL"}` });
+    }
+  });
+
 export const ChatWorkspaceBody = z
   .object({
     chatbot_id: zId(),
     team_id: zString(1, 100).optional(),
-    signing_secret: zString(8, 500).optional().openapi({ description: "Verifies the workspace's signed requests. Write-only." }),
-    bot_token: zString(8, 500).optional().openapi({ description: "Posts replies through the workspace's web API. Write-only." }),
-    api_base_url: HttpsUrl.optional().openapi({ description: "The workspace web API's base URL." }),
+    signing_secret: zString(8, 500).optional().openapi({ description: "Verifies the workspace's signed requests. Write-only; owner or admin only." }),
+    bot_token: zString(8, 500).optional().openapi({ description: "Posts replies through the workspace's web API. Write-only; owner or admin only." }),
+    api_base_url: WorkspaceApiUrl.optional().openapi({ description: `The workspace web API's base URL (default ${DEFAULT_WORKSPACE_API}); only the workspace's own hosts. Owner or admin only.` }),
     enabled: zBool().optional(),
   })
   .openapi("Body_update_chatworkspace");

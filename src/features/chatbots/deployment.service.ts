@@ -1,5 +1,6 @@
 import type { AuthContext, Env } from "../../env";
-import { badRequest } from "../../lib/errors";
+import { AppError, badRequest } from "../../lib/errors";
+import { hasRole } from "../../middleware/auth";
 import { encryptSecret, hashPassword } from "../../lib/crypto";
 import { requireSecret } from "../../lib/config";
 import { assertCanEdit, assertOrgUsers, getVisibleChatbot, parseObject, saveChatbot, type AccessSettings, type ChatbotRow, type ChatWorkspaceSettings, type DeploymentSettings, type RbacSettings, type TelephonySettings } from "./chatbots.service";
@@ -9,6 +10,16 @@ async function editable(env: Env, auth: AuthContext, chatbotId: string): Promise
   const row = await getVisibleChatbot(env, auth, chatbotId);
   assertCanEdit(row, auth);
   return row;
+}
+
+/**
+ * Where an integration sends its secrets, and the secrets themselves, are the organization's
+ * owner's or admins' to set, like connections: an editor could otherwise point the bot token at a
+ * server of their own, or swap the signing secret and forge the integration's requests.
+ */
+function assertMayChangeIntegration(auth: AuthContext, fields: Record<string, unknown>): void {
+  const sensitive = Object.entries(fields).filter(([, value]) => value !== undefined).map(([key]) => key);
+  if (sensitive.length > 0 && !hasRole(auth, "admin")) throw new AppError("forbidden", `only an owner or admin of the organization can change ${sensitive.join(", ")}`);
 }
 
 function definedFields<T extends object>(input: T, skip: string[]): string[] {
@@ -74,6 +85,7 @@ async function seal(env: Env, secret: string): Promise<string> {
 
 export async function updateTelephony(env: Env, auth: AuthContext, input: TelephonyInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
+  assertMayChangeIntegration(auth, { auth_token: input.auth_token });
   const next: TelephonySettings = { ...parseObject<TelephonySettings>(row.telephony) };
   if (input.account_sid) next.account_sid = input.account_sid;
   if (input.phone_number) next.phone_number = input.phone_number;
@@ -90,6 +102,7 @@ export async function updateTelephony(env: Env, auth: AuthContext, input: Teleph
 
 export async function updateChatWorkspace(env: Env, auth: AuthContext, input: ChatWorkspaceInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
+  assertMayChangeIntegration(auth, { api_base_url: input.api_base_url, signing_secret: input.signing_secret, bot_token: input.bot_token });
   const next: ChatWorkspaceSettings = { ...parseObject<ChatWorkspaceSettings>(row.chatworkspace) };
   if (input.team_id) next.team_id = input.team_id;
   if (input.api_base_url) next.api_base_url = input.api_base_url.replace(/\/$/, "");

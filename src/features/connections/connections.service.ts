@@ -2,9 +2,10 @@ import { and, eq } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { connections } from "../../db/schema/identity";
-import { badRequest, notFound } from "../../lib/errors";
+import { AppError, badRequest, notFound } from "../../lib/errors";
+import { BlockedUrlError, checkUrl } from "../../lib/ssrf-guard";
 import { decryptSecret, encryptSecret } from "../../lib/crypto";
-import { requireSecret } from "../../lib/config";
+import { modelHostRules, requireSecret } from "../../lib/config";
 import { newId } from "../../lib/ids";
 import { auditInsert } from "../audit/audit.service";
 import type { ConnectionCreateInput, ConnectionKind, ConnectionUpdateInput } from "./connections.schemas";
@@ -43,9 +44,32 @@ async function sealed(env: Env, secret: string | undefined): Promise<{ secretSea
   return { secretSealed: await encryptSecret(secret, requireSecret(env, "ENCRYPTION_KEY")), secretLastFour: secret.slice(-4) };
 }
 
+function baseUrlIssue(msg: string): AppError {
+  return new AppError("validation", "request validation failed", { issues: [{ loc: ["body", "base_url"], msg, type: "value_error" }] });
+}
+
+/**
+ * The same rules the provider layer applies before each request (egressFetch), checked when the
+ * URL is saved so a refused address is a 422 now rather than a failure at first use.
+ */
+function checkedBaseUrl(env: Env, value: string): string {
+  try {
+    checkUrl(value, modelHostRules(env));
+  } catch (error) {
+    if (!(error instanceof BlockedUrlError)) throw error;
+    throw baseUrlIssue(`refused: ${error.reason}; a local model server must be listed by the operator in ALLOW_PRIVATE_MODEL_HOSTS`);
+  }
+  return value;
+}
+
+/** The URL a connection's requests go to; kinds whose client has a built-in endpoint count as that one. */
+function effectiveUrl(kind: string, baseUrl: string | null): string {
+  return (baseUrl ?? `default:${kind}`).replace(/\/+$/, "");
+}
+
 export async function createConnection(env: Env, auth: AuthContext, input: ConnectionCreateInput) {
   // OpenAI-compatible connections default to OpenAI's own endpoint.
-  const baseUrl = input.base_url ?? (input.kind === "openai" ? "https://api.openai.com/v1" : null);
+  const baseUrl = input.base_url !== undefined ? checkedBaseUrl(env, input.base_url) : input.kind === "openai" ? "https://api.openai.com/v1" : null;
   const now = new Date().toISOString();
   const secret = await sealed(env, input.secret ?? input.api_key);
   const row: ConnectionRow = {
@@ -80,10 +104,17 @@ async function findConnection(env: Env, auth: AuthContext, ref: { connection_id?
 
 export async function updateConnection(env: Env, auth: AuthContext, input: ConnectionUpdateInput) {
   const row = await findConnection(env, auth, input);
-  const secret = await sealed(env, input.secret ?? input.api_key);
+  const baseUrl = input.base_url !== undefined ? checkedBaseUrl(env, input.base_url) : row.baseUrl;
+  const newSecret = input.secret ?? input.api_key;
+  // The stored secret was given for the old address: a new address (host, port or path) gets it
+  // only when it is sent again, so whoever may edit a connection cannot redirect a secret they never saw.
+  if (effectiveUrl(row.kind, baseUrl) !== effectiveUrl(row.kind, row.baseUrl) && row.secretSealed && !newSecret && !input.clear_secret) {
+    throw baseUrlIssue("changing the URL of a connection that has a secret needs the secret again: send `secret` (or `clear_secret: true` to drop it)");
+  }
+  const secret = await sealed(env, newSecret);
   const changes: Partial<ConnectionRow> = {
     name: input.new_name ?? row.name,
-    baseUrl: input.base_url ?? row.baseUrl,
+    baseUrl,
     models: JSON.stringify(modelsFrom(input, JSON.parse(row.models) as ConnectionModels)),
     settings: input.settings ? JSON.stringify(input.settings) : row.settings,
     updatedAt: new Date().toISOString(),

@@ -5,7 +5,7 @@ import { kbDocuments, type KbDocumentRow, type KnowledgeBaseRow } from "../../db
 import { AppError, badRequest } from "../../lib/errors";
 import { fromBase64 } from "../../lib/crypto";
 import { newId, toHex } from "../../lib/ids";
-import type { FetchFunction } from "../../lib/ssrf-guard";
+import type { FetchFunction } from "../../lib/egress";
 import { auditInsert } from "../audit/audit.service";
 import type { ChunkInput, IngestResult } from "../../durable-objects/knowledge-base-index";
 import { chunkText } from "./chunker";

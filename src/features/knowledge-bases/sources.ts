@@ -1,5 +1,6 @@
 import { badRequest, AppError } from "../../lib/errors";
-import { checkUrl, guardedFetch, type FetchFunction } from "../../lib/ssrf-guard";
+import { guardedFetch, type FetchFunction } from "../../lib/egress";
+import { checkUrl } from "../../lib/ssrf-guard";
 import { decodeEntities, extractText } from "./extract-text";
 
 /**
