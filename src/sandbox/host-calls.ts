@@ -1,0 +1,97 @@
+import type { FuelExports } from "./sandbox.types";
+
+/**
+ * Fuel every call from an interpreter out to the host spends, whatever it does. A busy wait on
+ * the clock spends most of its time in such calls, which the counter inside the wasm sees only
+ * as one function entry each.
+ */
+export const HOST_CALL_FUEL = 1000;
+
+/** Fuel per byte a call moves across the boundary (output written, a file read or written). */
+export const HOST_BYTE_FUEL = 1;
+
+/** Fuel per 64 bytes of heap growth the host is asked for (growing the heap is work the host does). */
+export const HOST_HEAP_FUEL_PER_64_BYTES = 1;
+
+/** The interpreter's budget ran out inside a call to the host: the call's work was not done. */
+export class FuelSpent extends Error {
+  constructor() {
+    super("transformation exceeded its instruction budget");
+  }
+}
+
+/** The interpreter wrote more to its in-memory files than its heap may hold (files live in host memory). */
+export class FilesTooLarge extends Error {
+  constructor() {
+    super("transformation exceeded its memory limit");
+  }
+}
+
+/** The interpreter reached for something the sandbox does not offer (a bridge to host objects). */
+export class HostRefused extends Error {
+  constructor(what: string) {
+    super(`the sandbox has no bridge to the host (${what})`);
+  }
+}
+
+type HostFunction = (...args: number[]) => unknown;
+
+/** What one imported function may do: run at HOST_CALL_FUEL plus `cost(args)`, possibly replaced; or be refused. */
+export type ImportRule = { refuse: true } | { refuse?: false; cost?: (args: number[]) => number; replace?: HostFunction };
+
+/** Lowers the counter by `units` before the work is done; throws FuelSpent (and does nothing) once it is below zero. */
+export function spend(fuel: FuelExports | undefined, units: number): void {
+  if (!fuel) return; // the interpreter's own start-up, before its counter exists
+  const left = fuel.loom_get_fuel() - units;
+  fuel.loom_set_fuel(Math.max(left, -1));
+  if (left < 0) throw new FuelSpent();
+}
+
+/**
+ * The imports an interpreter's wasm is given: exactly the functions it declares (nothing else
+ * of the loader's import object), each charged by `rule` before it runs, or refused. The
+ * counter is read once the instance exists.
+ */
+export function meterImports(
+  wasm: WebAssembly.Module,
+  imports: WebAssembly.Imports,
+  fuel: () => FuelExports | undefined,
+  rule: (name: string) => ImportRule,
+): WebAssembly.Imports {
+  const metered: Record<string, Record<string, WebAssembly.ImportValue>> = {};
+  for (const { module: space, name, kind } of WebAssembly.Module.imports(wasm)) {
+    const value = imports[space]?.[name];
+    if (value === undefined) throw new Error(`sandbox: the loader offers no import ${space}.${name}`);
+    metered[space] ??= {};
+    if (kind !== "function") {
+      metered[space][name] = value;
+      continue;
+    }
+    const chosen = rule(name);
+    if (chosen.refuse) {
+      metered[space][name] = () => {
+        throw new HostRefused(name);
+      };
+      continue;
+    }
+    const run = chosen.replace ?? (value as HostFunction);
+    const cost = chosen.cost;
+    metered[space][name] = (...args: number[]) => {
+      spend(fuel(), HOST_CALL_FUEL + (cost ? cost(args) : 0));
+      return run(...args);
+    };
+  }
+  return metered;
+}
+
+/** Most iovecs one write may name; the interpreters' own writes use one or two. */
+const MAX_IOVECS = 1024;
+
+/** Total length of a WASI iovec list (`count` pairs of pointer and length at `iovs`); past MAX_IOVECS, more than any budget. */
+export function iovecBytes(memory: WebAssembly.Memory, iovs: number, count: number): number {
+  if (count >>> 0 > MAX_IOVECS) return Number.POSITIVE_INFINITY;
+  const words = new Uint32Array(memory.buffer);
+  let total = 0;
+  for (let i = 0; i < count; i++) total += words[((iovs >>> 0) + 8 * i + 4) >>> 2];
+  return total;
+}
