@@ -40,8 +40,7 @@ type HostFunction = (...args: number[]) => unknown;
 export type ImportRule = { refuse: true } | { refuse?: false; cost?: (args: number[]) => number; replace?: HostFunction };
 
 /** Lowers the counter by `units` before the work is done; throws FuelSpent (and does nothing) once it is below zero. */
-export function spend(fuel: FuelExports | undefined, units: number): void {
-  if (!fuel) return; // the interpreter's own start-up, before its counter exists
+function spend(fuel: FuelExports, units: number): void {
   const left = fuel.loom_get_fuel() - units;
   fuel.loom_set_fuel(Math.max(left, -1));
   if (left < 0) throw new FuelSpent();
@@ -77,7 +76,8 @@ export function meterImports(
     const run = chosen.replace ?? (value as HostFunction);
     const cost = chosen.cost;
     metered[space][name] = (...args: number[]) => {
-      spend(fuel(), HOST_CALL_FUEL + (cost ? cost(args) : 0));
+      const counter = fuel(); // undefined during the interpreter's own start-up: free, and its memory may not exist yet
+      if (counter) spend(counter, HOST_CALL_FUEL + (cost ? cost(args) : 0));
       return run(...args);
     };
   }
