@@ -48,7 +48,10 @@ function spend(fuel: FuelExports, units: number): void {
 
 /**
  * The imports an interpreter's wasm is given: exactly the functions it declares (nothing else
- * of the loader's import object), each charged by `rule` before it runs, or refused. The
+ * of the loader's import object), each charged by `rule` before it runs, or refused. Heap
+ * growth is charged after any call that grew the memory (whatever the import's name, so the
+ * minified QuickJS loader's is covered too); the growth itself is bounded by the heap cap.
+ * `memory` is the instance's memory when the module exports rather than imports it. The
  * counter is read once the instance exists.
  */
 export function meterImports(
@@ -56,13 +59,17 @@ export function meterImports(
   imports: WebAssembly.Imports,
   fuel: () => FuelExports | undefined,
   rule: (name: string) => ImportRule,
+  exportedMemory: () => WebAssembly.Memory | undefined = () => undefined,
 ): WebAssembly.Imports {
   const metered: Record<string, Record<string, WebAssembly.ImportValue>> = {};
+  let importedMemory: WebAssembly.Memory | undefined;
+  const memory = () => importedMemory ?? exportedMemory();
   for (const { module: space, name, kind } of WebAssembly.Module.imports(wasm)) {
     const value = imports[space]?.[name];
     if (value === undefined) throw new Error(`sandbox: the loader offers no import ${space}.${name}`);
     metered[space] ??= {};
     if (kind !== "function") {
+      if (kind === "memory") importedMemory = value as WebAssembly.Memory;
       metered[space][name] = value;
       continue;
     }
@@ -77,8 +84,13 @@ export function meterImports(
     const cost = chosen.cost;
     metered[space][name] = (...args: number[]) => {
       const counter = fuel(); // undefined during the interpreter's own start-up: free, and its memory may not exist yet
-      if (counter) spend(counter, HOST_CALL_FUEL + (cost ? cost(args) : 0));
-      return run(...args);
+      if (!counter) return run(...args);
+      spend(counter, HOST_CALL_FUEL + (cost ? cost(args) : 0));
+      const before = memory()?.buffer.byteLength ?? 0;
+      const result = run(...args);
+      const grown = (memory()?.buffer.byteLength ?? 0) - before;
+      if (grown > 0) spend(counter, (grown / 64) * HOST_HEAP_FUEL_PER_64_BYTES);
+      return result;
     };
   }
   return metered;

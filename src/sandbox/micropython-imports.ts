@@ -1,4 +1,4 @@
-import { FilesTooLarge, HOST_BYTE_FUEL, HOST_HEAP_FUEL_PER_64_BYTES, iovecBytes, meterImports, type ImportRule } from "./host-calls";
+import { FilesTooLarge, HOST_BYTE_FUEL, iovecBytes, meterImports, type ImportRule } from "./host-calls";
 import type { FuelExports, RunLog } from "./sandbox.types";
 
 /**
@@ -75,7 +75,7 @@ export function micropythonImports(wasm: WebAssembly.Module, imports: WebAssembl
       case "fd_read":
         return { cost: bytesOf };
       case "emscripten_resize_heap":
-        return { cost: ([bytes]) => Math.max(0, (bytes >>> 0) - host.memory().buffer.byteLength) / 64 * HOST_HEAP_FUEL_PER_64_BYTES, replace: resizeHeap };
+        return { replace: resizeHeap }; // the growth is charged by meterImports once it happened
       case "proxy_js_free_obj":
         // Frees a slot of the host's object table, which no guest ever fills (see the loader patch).
         return { replace: () => 0 };
@@ -83,5 +83,5 @@ export function micropythonImports(wasm: WebAssembly.Module, imports: WebAssembl
         return {};
     }
   };
-  return meterImports(wasm, imports, host.fuel, rule);
+  return meterImports(wasm, imports, host.fuel, rule, host.memory);
 }

@@ -88,6 +88,10 @@ export function declaresJavaScriptFunction(source: string, name: string): boolea
   return new RegExp(`(^|[^\\w$.])(function\\s*\\*?\\s*${escaped}\\s*\\(|(const|let|var)\\s+${escaped}\\s*=)`).test(source);
 }
 
+const PAGE = 64 * 1024;
+/** The loader's initial memory (emscripten's INITIAL_MEMORY, 16 MiB). */
+const INITIAL_PAGES = (16 * 1024 * 1024) / PAGE;
+
 /** The handle a guest call produced, or the outcome of what it threw (then disposed). */
 function settled(context: QuickJSContext, result: DisposableResult<QuickJSHandle, QuickJSHandle>, phase: "parse" | "run"): QuickJSHandle | SandboxOutcome {
   if (!result.error) return result.value;
@@ -208,10 +212,16 @@ function guestLog(context: QuickJSContext, drain: QuickJSHandle): RunLog {
 export async function runJavaScript(task: SandboxTask, wasm: WebAssembly.Module): Promise<SandboxOutcome> {
   let fuel: FuelExports | undefined;
   const variant = newVariant(releaseSync, {
+    // QuickJS's own limit counts its allocations, not the wasm memory, which emscripten grows
+    // by up to 96 MiB at a time: a typed-array flood grew it to 2 GiB. The memory is capped at
+    // the limit plus the loader's initial 16 MiB (stack and static data), so growth past it fails
+    // and QuickJS raises its out-of-memory error.
+    wasmMemory: new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: INITIAL_PAGES + Math.ceil(task.limits.memoryBytes / PAGE) }),
     emscriptenModule: {
       instantiateWasm(imports: WebAssembly.Imports, onSuccess: (instance: WebAssembly.Instance) => void): WebAssembly.Exports {
         // QuickJS's imports are emscripten's runtime (clock, heap growth) and quickjs-emscripten's
-        // dispatchers to host functions, of which none is ever registered: each call costs the same.
+        // dispatchers to host functions, of which none is ever registered: each call costs the
+        // same, plus the heap growth it caused (QuickJS has no output or file import it can reach).
         const instance = new WebAssembly.Instance(wasm, meterImports(wasm, imports, () => fuel, () => ({})));
         fuel = instance.exports as unknown as FuelExports;
         fuel.loom_set_fuel(SETUP_FUEL);
