@@ -55,12 +55,13 @@ export interface Env {
   TRUST_CLIENT_IP_HEADER?: string;
   /** Dynamic Worker loader: transformations run in a Worker with no bindings and no network. */
   LOADER?: WorkerLoader;
-  /** "inline" runs transformations in this Worker even where a loader exists. */
+  /** "inline" runs transformations in this Worker (single-tenant deployments only); without it and without LOADER they are refused. */
   SANDBOX_PLACEMENT?: string;
   /** Transformation limits (see src/sandbox/sandbox.ts); unset means the defaults. */
   SANDBOX_FUEL?: string;
   SANDBOX_MEMORY_BYTES?: string;
   SANDBOX_OUTPUT_BYTES?: string;
+  SANDBOX_TIMEOUT_MS?: string;
   /** One KnowledgeBaseIndex Durable Object per knowledge base: chunks, keyword index, vectors. */
   KB_INDEX: DurableObjectNamespace<import("./durable-objects/knowledge-base-index").KnowledgeBaseIndex>;
   /** Optional real Vectorize index, used when KB_VECTOR_BACKEND = "vectorize". */

@@ -1,5 +1,6 @@
-import { loadMicroPython } from "./generated/micropython.mjs";
-import { RunLog, SETUP_FUEL, chargeHostCalls, failure, hostFault, succeeded, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
+import { LoomBridgeRefused, loadMicroPython } from "./generated/micropython.mjs";
+import { micropythonImports } from "./micropython-imports";
+import { HOST_REFUSED, RunLog, SETUP_FUEL, failure, hostFault, succeeded, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
 
 /** MicroPython's initial garbage-collected heap; it grows (through the capped hook below) as needed. */
 const INITIAL_HEAP_BYTES = 1024 * 1024;
@@ -81,6 +82,23 @@ export function plainJson(value: unknown): string | undefined {
   return isPlain(value, 0) ? JSON.stringify(value) : undefined;
 }
 
+/**
+ * The result as JSON text, or undefined when it is not plain JSON. It is converted on the host
+ * side into null-prototype objects built with defineProperty (see the loader patch); a dict key
+ * that is not a JSON key makes the conversion throw, which is "not JSON" too.
+ */
+function resultJson(python: Awaited<ReturnType<typeof loadMicroPython>>): string | undefined {
+  const result = python.globals.get("__loom_r");
+  let converted: unknown;
+  try {
+    converted = python.PyProxy.toJs(result);
+  } catch (error) {
+    if (error instanceof TypeError) return undefined;
+    throw error;
+  }
+  return plainJson(converted);
+}
+
 /** Whether the source defines `name` at its top level (a `def`, or an assignment such as a lambda). */
 export function declaresPythonFunction(source: string, name: string): boolean {
   return new RegExp(`^(async\\s+def|def)\\s+${name}\\s*\\(|^${name}\\s*=`, "m").test(source);
@@ -109,24 +127,21 @@ export async function runPython(task: SandboxTask, wasm: WebAssembly.Module): Pr
   let fuel: FuelExports | undefined;
   let phase: "parse" | "run" = "parse";
   const log = new RunLog();
+  let memory: WebAssembly.Memory | undefined;
   try {
     const python = await loadMicroPython({
       heapsize: INITIAL_HEAP_BYTES,
       pystack: Math.max(256, Math.floor(task.limits.stackBytes / 16)),
-      // Byte by byte into a bounded log (the loader's own line buffer would grow without bound).
+      // stdout and stderr are taken over in micropythonImports; what else reaches emscripten's
+      // terminal (a file opened on /dev/stdout) is dropped, never written to the Worker's log.
       linebuffer: false,
-      stdout: (data) => {
-        if (phase === "run" && typeof data !== "string") for (const b of data) log.byte(b);
-      },
+      stdout: () => undefined,
       stderr: () => undefined,
       instantiateWasm(imports, done) {
-        const env = imports.env as Record<string, unknown>;
-        const grow = env.emscripten_resize_heap as (bytes: number) => number;
-        const cap = task.limits.memoryBytes;
-        // Refusing growth makes malloc fail, which MicroPython reports as MemoryError.
-        env.emscripten_resize_heap = (bytes: number) => ((bytes >>> 0) > cap ? 0 : grow(bytes));
-        const instance = new WebAssembly.Instance(wasm, chargeHostCalls(imports, () => fuel));
+        const host = { fuel: () => fuel, memory: () => memory as WebAssembly.Memory, stdout: () => (phase === "run" ? log : undefined), memoryBytes: task.limits.memoryBytes };
+        const instance = new WebAssembly.Instance(wasm, micropythonImports(wasm, imports, host));
         fuel = instance.exports as unknown as FuelExports;
+        memory = instance.exports.memory as WebAssembly.Memory;
         fuel.loom_set_fuel(SETUP_FUEL);
         done(instance, wasm);
         return instance.exports;
@@ -152,12 +167,13 @@ export async function runPython(task: SandboxTask, wasm: WebAssembly.Module): Pr
     const state = python.globals.get("__loom_state");
     if (state === "missing") return failure("missing_function", `function_name '${task.functionName}' is not defined in the function source`);
     if (state !== "ok") return failure("not_json", "transformation must return a JSON object");
-    const text = plainJson(python.PyProxy.toJs(python.globals.get("__loom_r")));
+    const text = resultJson(python);
     if (text === undefined) return failure("not_json", "transformation must return a JSON object");
     if (text.length > task.limits.outputBytes) return failure("output_too_large", `transformation output exceeds ${task.limits.outputBytes} bytes`);
     return succeeded(text, log);
   } catch (error) {
     if (fuel && fuel.loom_get_fuel() < 0) return failure("fuel", "transformation exceeded its instruction budget");
+    if (error instanceof LoomBridgeRefused) return failure("runtime", HOST_REFUSED);
     return pythonError(error, phase) ?? hostFault(error, fuel);
   }
 }

@@ -1,7 +1,7 @@
 import type { Env } from "../env";
 import quickjs from "./generated/quickjs.wasm";
 import micropython from "./generated/micropython.wasm";
-import { GUEST_MAIN_MODULE, GUEST_VERSION } from "./generated/guest-bundle";
+import { GUEST_JAVASCRIPT, GUEST_PYTHON } from "./generated/guest-bundle";
 import { runTask } from "./engine";
 import { failure, type SandboxLimits, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
 
@@ -9,13 +9,15 @@ export type { SandboxLanguage, SandboxLimits, SandboxOutcome, SandboxTask } from
 
 /**
  * Default limits. Fuel is counted in the interpreter's own function entries and loop
- * iterations (about 100 million a second on one core), so it bounds work, not wall time.
+ * iterations (about 100 million a second on one core), so it bounds work; the timeout bounds
+ * the wall time of a run in a Dynamic Worker whatever it spends it on.
  */
 export const DEFAULT_LIMITS: SandboxLimits = {
   fuel: 30_000_000,
   memoryBytes: 32 * 1024 * 1024,
   stackBytes: 256 * 1024,
   outputBytes: 1024 * 1024,
+  timeoutMs: 10_000,
 };
 
 /** Deployment overrides (vars), each bounded so a typo cannot lift a limit entirely. */
@@ -29,35 +31,81 @@ export function sandboxLimits(env: Env): SandboxLimits {
     memoryBytes: pick(env.SANDBOX_MEMORY_BYTES, DEFAULT_LIMITS.memoryBytes, 256 * 1024 * 1024),
     stackBytes: DEFAULT_LIMITS.stackBytes,
     outputBytes: pick(env.SANDBOX_OUTPUT_BYTES, DEFAULT_LIMITS.outputBytes, 8 * 1024 * 1024),
+    timeoutMs: pick(env.SANDBOX_TIMEOUT_MS, DEFAULT_LIMITS.timeoutMs, 60_000),
   };
 }
 
-/** Where tasks run: "loader" (a Dynamic Worker) when the deployment has one, else "inline" (this Worker). */
-export function sandboxPlacement(env: Env): "loader" | "inline" {
-  return env.LOADER && env.SANDBOX_PLACEMENT !== "inline" ? "loader" : "inline";
+/**
+ * Where tasks run: "loader" (a fresh Dynamic Worker per run) when the deployment binds a
+ * loader; "inline" (this Worker's own isolate) only when SANDBOX_PLACEMENT=inline says so,
+ * which is for single-tenant deployments: runs then share the API Worker's realm (with no
+ * bridge to it) and its queue, and no wall-clock bound can interrupt them. Without either,
+ * "none": transformations are refused rather than silently run inline.
+ */
+export function sandboxPlacement(env: Env): "loader" | "inline" | "none" {
+  if (env.SANDBOX_PLACEMENT === "inline") return "inline";
+  return env.LOADER ? "loader" : "none";
 }
 
+export const NO_PLACEMENT =
+  "transformations are not available: this deployment has no Dynamic Worker loader (binding LOADER); SANDBOX_PLACEMENT=inline runs them inside the API Worker, for single-tenant deployments only";
+
+/** Runs one task in a fresh interpreter, where sandboxPlacement says. */
+export function runSandboxed(env: Env, task: SandboxTask): Promise<SandboxOutcome> {
+  const placement = sandboxPlacement(env);
+  if (placement === "inline") return runTask(task, { quickjs, micropython });
+  if (placement === "none" || !env.LOADER) return Promise.resolve(failure("unavailable", NO_PLACEMENT));
+  return runInDynamicWorker(env.LOADER, task);
+}
+
+const crashed = () => failure("crashed", "transformation stopped the sandbox's interpreter");
+
 /**
- * Runs one task in a fresh interpreter. With a Worker Loader the interpreter lives in a
- * Dynamic Worker that has no bindings and no network; the isolate is reused across calls
- * (its id names the build), the interpreter never is.
+ * Every run gets a Dynamic Worker of its own (`load`, never cached by id): a fresh isolate and
+ * realm, so nothing one run does (to its globals, its intrinsics, the interpreter's loader)
+ * is there for the next, and no run waits behind another organization's. It has no bindings
+ * and no network, only the interpreter its language needs, and the run's time limit as its
+ * CPU limit. The host bounds the wall time too: at the deadline it answers the timeout and
+ * abandons the request. A guest that holds the thread (locally workerd runs Dynamic Workers on
+ * the caller's thread) keeps the timer from firing, so the elapsed time is checked again when
+ * the answer arrives; fuel and the CPU limit are what stop such a guest.
  */
-export async function runSandboxed(env: Env, task: SandboxTask): Promise<SandboxOutcome> {
-  const loader = env.LOADER;
-  if (!loader || sandboxPlacement(env) === "inline") return runTask(task, { quickjs, micropython });
+async function runInDynamicWorker(loader: WorkerLoader, task: SandboxTask): Promise<SandboxOutcome> {
+  const limit = task.limits.timeoutMs;
+  const timedOut = failure("timeout", `transformation exceeded its time limit of ${limit} ms`);
+  const started = Date.now();
+  const abandon = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const deadline = new Promise<"deadline">((resolve) => {
+    timer = setTimeout(() => resolve("deadline"), limit);
+  });
+  const python = task.language === "python";
   try {
-    const worker = loader.get(`loom-sandbox-${GUEST_VERSION}`, () => ({
+    const worker = loader.load({
       compatibilityDate: "2026-11-01",
       mainModule: "guest.js",
-      modules: { "guest.js": GUEST_MAIN_MODULE, "quickjs.wasm": quickjs, "micropython.wasm": micropython },
+      modules: python ? { "guest.js": GUEST_PYTHON, "micropython.wasm": micropython } : { "guest.js": GUEST_JAVASCRIPT, "quickjs.wasm": quickjs },
       env: {},
       globalOutbound: null,
-    }));
-    const response = await worker.getEntrypoint().fetch("http://sandbox/run", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(task) });
-    if (!response.ok) return failure("crashed", "transformation stopped the sandbox's interpreter");
-    return (await response.json()) as SandboxOutcome;
+      limits: { cpuMs: limit },
+    });
+    const answer = worker
+      .getEntrypoint()
+      .fetch("http://sandbox/run", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(task), signal: abandon.signal })
+      .then(async (response): Promise<SandboxOutcome> => (response.ok ? ((await response.json()) as SandboxOutcome) : crashed()));
+    answer.catch(() => undefined); // after the deadline its rejection (abandoned) is expected
+    const first = await Promise.race([answer, deadline]);
+    if (first === "deadline" || Date.now() - started > limit) {
+      abandon.abort();
+      return timedOut;
+    }
+    return first;
   } catch (error) {
+    // Past the deadline the platform's CPU limit may have ended the guest: that is the timeout too.
+    if (Date.now() - started > limit) return timedOut;
     console.error("sandbox worker failed", error);
-    return failure("crashed", "transformation stopped the sandbox's interpreter");
+    return crashed();
+  } finally {
+    clearTimeout(timer);
   }
 }

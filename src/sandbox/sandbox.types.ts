@@ -1,3 +1,5 @@
+import { FilesTooLarge, FuelSpent, HostRefused } from "./host-calls";
+
 /** What the sandbox runs, and what it answers. Plain JSON both ways, so it crosses the Worker Loader boundary as is. */
 export type SandboxLanguage = "javascript" | "python";
 
@@ -10,6 +12,8 @@ export interface SandboxLimits {
   stackBytes: number;
   /** The serialized result may be at most this many bytes. */
   outputBytes: number;
+  /** Wall-clock bound of a run in a Dynamic Worker, enforced by the host (and as the Worker's CPU limit). */
+  timeoutMs: number;
 }
 
 export interface SandboxCheckTask {
@@ -41,7 +45,10 @@ export type SandboxFailure =
   | "output_too_large"
   | "not_json"
   | "runtime"
-  | "crashed";
+  | "crashed"
+  | "timeout"
+  /** The deployment offers no placement for untrusted code (no loader, inline not chosen). */
+  | "unavailable";
 
 /** `logs`: what the function printed (`console.*` in JavaScript, `print` in Python), bounded by RunLog. */
 export type SandboxOutcome = { ok: true; outputJson: string | null; logs?: string[] } | { ok: false; failure: SandboxFailure; message: string };
@@ -52,20 +59,26 @@ export const LOG_MAX_BYTES = 16_384;
 export const LOG_LINE_BYTES = 1_000;
 
 /**
- * The printed output of one run, kept within LOG_MAX_LINES lines and LOG_MAX_BYTES bytes (what is
- * past the cap is dropped as it comes, so a print loop cannot pile it up; fuel still bounds the
- * loop). A last line says when something was dropped.
+ * The printed output of one run, kept within LOG_MAX_LINES lines and LOG_MAX_BYTES bytes. What
+ * is past the cap is dropped as it comes, without being copied, so a print loop cannot pile it
+ * up (fuel, charged per byte written, bounds the loop). A last line says when something was dropped.
  */
 export class RunLog {
   private readonly kept: string[] = [];
   private bytes = 0;
   private dropped = false;
-  private pending: number[] = [];
+  /** The bytes of the current line, up to one past LOG_LINE_BYTES (the rest of a long line is skipped). */
+  private pending = new Uint8Array(LOG_LINE_BYTES + 1);
+  private pendingLength = 0;
   private readonly decoder = new TextDecoder();
+
+  private full(): boolean {
+    return this.kept.length >= LOG_MAX_LINES || this.bytes >= LOG_MAX_BYTES;
+  }
 
   /** One whole line (JavaScript's console). */
   line(text: string): void {
-    if (this.kept.length >= LOG_MAX_LINES || this.bytes >= LOG_MAX_BYTES) {
+    if (this.full()) {
       this.dropped = true;
       return;
     }
@@ -74,24 +87,39 @@ export class RunLog {
     this.bytes += cut.length;
   }
 
-  /** One byte of a stream (Python's stdout); lines end at "\n". */
-  byte(value: number): void {
-    if (value === 10) {
+  /** Records that output was dropped before it reached this log (the guest keeps its own cap). */
+  drop(): void {
+    this.dropped = true;
+  }
+
+  /** A chunk of a byte stream (Python's stdout); lines end at "\n". Work is bounded by what is kept, not by the chunk. */
+  write(chunk: Uint8Array): void {
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.full()) {
+        this.dropped = true;
+        return;
+      }
+      const newline = chunk.indexOf(10, at);
+      const end = newline < 0 ? chunk.length : newline;
+      const room = this.pending.length - this.pendingLength;
+      const take = Math.min(room, end - at);
+      this.pending.set(chunk.subarray(at, at + take), this.pendingLength);
+      this.pendingLength += take;
+      if (newline < 0) return;
       this.flush();
-      return;
+      at = newline + 1;
     }
-    if (this.kept.length >= LOG_MAX_LINES || this.bytes >= LOG_MAX_BYTES) this.dropped = true;
-    else if (this.pending.length <= LOG_LINE_BYTES) this.pending.push(value);
   }
 
   private flush(): void {
-    const bytes = this.pending;
-    this.pending = [];
-    this.line(this.decoder.decode(new Uint8Array(bytes)));
+    const text = this.decoder.decode(this.pending.subarray(0, this.pendingLength));
+    this.pendingLength = 0;
+    this.line(text);
   }
 
   lines(): string[] {
-    if (this.pending.length) this.flush();
+    if (this.pendingLength) this.flush();
     return this.dropped ? [...this.kept, `[more output dropped: a run keeps ${LOG_MAX_LINES} lines, ${LOG_MAX_BYTES} bytes]`] : [...this.kept];
   }
 }
@@ -120,35 +148,6 @@ export function failure(kind: SandboxFailure, message: string): SandboxOutcome {
   return { ok: false, failure: kind, message };
 }
 
-/**
- * Fuel charged for every call from the interpreter out to the host (clock, output, heap growth).
- * A busy wait on the clock or a print loop spends most of its time in such calls, which the
- * counter inside the wasm sees only as one function entry each.
- */
-export const HOST_CALL_FUEL = 1000;
-
-/** Wraps every imported function so each call spends HOST_CALL_FUEL; the counter is read once the instance exists. */
-export function chargeHostCalls(imports: WebAssembly.Imports, fuel: () => FuelExports | undefined): WebAssembly.Imports {
-  const charged: WebAssembly.Imports = {};
-  for (const [space, members] of Object.entries(imports)) {
-    const wrapped: Record<string, WebAssembly.ImportValue> = {};
-    for (const [name, value] of Object.entries(members)) {
-      if (typeof value !== "function") {
-        wrapped[name] = value;
-        continue;
-      }
-      const original = value as (...args: unknown[]) => unknown;
-      wrapped[name] = (...args: unknown[]) => {
-        const counter = fuel();
-        if (counter) counter.loom_set_fuel(counter.loom_get_fuel() - HOST_CALL_FUEL);
-        return original(...args);
-      };
-    }
-    charged[space] = wrapped;
-  }
-  return charged;
-}
-
 /** A wasm trap after the counter went below zero is fuel exhaustion, whatever the host error says. */
 export function fuelSpent(exports: FuelExports | undefined): boolean {
   try {
@@ -158,9 +157,14 @@ export function fuelSpent(exports: FuelExports | undefined): boolean {
   }
 }
 
-/** Maps an error thrown out of the interpreter's wasm (a trap, a host stack overflow) to an outcome. */
+/** The answer when guest code reached for a host object (only possible through a bridge the build left in). */
+export const HOST_REFUSED = "transformation tried to reach the host, which the sandbox does not allow";
+
+/** Maps an error thrown out of the interpreter's wasm (a trap, a host stack overflow, a refused import) to an outcome. */
 export function hostFault(error: unknown, exports: FuelExports | undefined): SandboxOutcome {
-  if (fuelSpent(exports)) return failure("fuel", "transformation exceeded its instruction budget");
+  if (fuelSpent(exports) || error instanceof FuelSpent) return failure("fuel", "transformation exceeded its instruction budget");
+  if (error instanceof HostRefused) return failure("runtime", HOST_REFUSED);
+  if (error instanceof FilesTooLarge) return failure("memory", "transformation exceeded its memory limit");
   if (error instanceof RangeError && /call stack/i.test(error.message)) return failure("stack", "transformation exceeded its stack limit");
   if (error instanceof WebAssembly.RuntimeError && /memory|out of bounds/i.test(error.message)) return failure("memory", "transformation exceeded its memory limit");
   return failure("crashed", "transformation stopped the sandbox's interpreter");

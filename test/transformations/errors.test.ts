@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { seedOrg } from "../helpers";
-import { DOUBLE_JS, DOUBLE_PY, addMember, create, createDoubleJs, createDoublePy, createRaw, get, remove, run, uniqueName } from "./fixtures";
+import { bearer, json, seedOrg } from "../helpers";
+import { NO_PLACEMENT } from "../../src/sandbox/sandbox";
+import { DOUBLE_JS, DOUBLE_PY, addMember, callWith, create, createDoubleJs, createDoublePy, createRaw, get, placedAt, remove, run, uniqueName } from "./fixtures";
 
 async function expectCreateFails(body: Parameters<typeof createRaw>[1], status: number, error: string | RegExp) {
   const org = await seedOrg();
@@ -139,5 +140,16 @@ describe("transformations: run errors", () => {
     const result = await run(org.owner, id, [1, 2]);
     expect(result.status).toBe(400);
     expect(result.body.error).toMatch(/^inputs: /);
+  });
+
+  it("answers 503 where the deployment offers no sandbox (no loader, inline not chosen), and runs inline only when chosen", async () => {
+    const org = await seedOrg();
+    const id = await createDoublePy(org.owner);
+    const refused = { status: "failed", error: NO_PLACEMENT };
+    const noLoader = { LOADER: undefined };
+    const created = await callWith(noLoader, "/v1/transformation", json({ name: uniqueName(), function_name: "double", function: DOUBLE_PY }, bearer(org.owner.apiKey)));
+    expect({ status: created.status, body: await created.json() }).toEqual({ status: 503, body: refused });
+    expect(await placedAt(noLoader).run(org.owner, id, { x: 2 })).toEqual({ status: 503, body: refused });
+    expect(await placedAt({ ...noLoader, SANDBOX_PLACEMENT: "inline" }).run(org.owner, id, { x: 2 })).toEqual({ status: 200, body: { status: "success", result: { y: 4 } } });
   });
 });

@@ -1,4 +1,7 @@
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { expect } from "vitest";
+import type { Env } from "../../src/env";
+import worker from "../../src/index";
 import { bearer, call, json, type Member, type Org } from "../helpers";
 
 /** Adds a user with `role` to `org` through the admin API. */
@@ -55,3 +58,27 @@ export async function run(member: Member, id: string, inputs: unknown): Promise<
 export const get = (member: Member, query: string) => call(`/v1/transformation?${query}`, { headers: bearer(member.apiKey) });
 export const list = (member: Member, query = "") => call(`/v1/transformations${query ? `?${query}` : ""}`, { headers: bearer(member.apiKey) });
 export const remove = (member: Member, id: string) => call(`/v1/transformation/${id}`, { method: "DELETE", headers: bearer(member.apiKey) });
+
+/** Sends a request through the real Worker with some of its vars or bindings changed (placement, limits). */
+export async function callWith(overrides: Partial<Env>, path: string, init: RequestInit = {}): Promise<Response> {
+  const context = createExecutionContext();
+  const response = await worker.fetch(new Request(`http://loom.test${path}`, init), { ...env, ...overrides }, context);
+  await waitOnExecutionContext(context);
+  return response;
+}
+
+/** Creates (must succeed) and runs transformations under changed vars; answers status and body. */
+export function placedAt(overrides: Partial<Env>) {
+  return {
+    async create(member: Member, body: TransformationBody): Promise<string> {
+      const response = await callWith(overrides, "/v1/transformation", json({ name: uniqueName(), description: "test", ...body }, bearer(member.apiKey)));
+      const payload = (await response.json()) as { id: string };
+      expect(response.status, JSON.stringify(payload)).toBe(200);
+      return payload.id;
+    },
+    async run(member: Member, id: string, inputs: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+      const response = await callWith(overrides, `/v1/transformation/${id}/run`, json({ inputs }, bearer(member.apiKey)));
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    },
+  };
+}

@@ -171,10 +171,12 @@ describe("transformations: happy paths", () => {
     expect(doc.paths["/v1/transformation/{id}/run"]).toHaveProperty("post");
   });
 
-  it("places runs in a Dynamic Worker where the deployment has a loader (as here)", () => {
+  it("places runs in a Dynamic Worker where the deployment has a loader (as here), inline only when chosen", () => {
     expect(sandboxPlacement(env)).toBe("loader");
     expect(sandboxPlacement({ ...env, SANDBOX_PLACEMENT: "inline" })).toBe("inline");
-    expect(sandboxPlacement({ ...env, LOADER: undefined })).toBe("inline");
+    expect(sandboxPlacement({ ...env, LOADER: undefined, SANDBOX_PLACEMENT: "inline" })).toBe("inline");
+    // No loader and no explicit choice: refused, never inline by default (issue 11).
+    expect(sandboxPlacement({ ...env, LOADER: undefined })).toBe("none");
   });
 
   it("runs the same engine inside this Worker when there is no loader", async () => {

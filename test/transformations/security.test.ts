@@ -8,6 +8,7 @@ const MEMORY = "transformation exceeded its memory limit";
 const STACK = "transformation exceeded its stack limit";
 const NOT_JSON = "transformation must return a JSON object";
 const TOO_LARGE = "transformation output exceeds 1048576 bytes";
+const NO_JS = "transformation raised an error: ImportError: no module named 'js'";
 
 interface Hostile {
   what: string;
@@ -33,12 +34,13 @@ const corpus: Hostile[] = [
   { what: "a catastrophic regular expression", language: "javascript", source: "function f() { return { m: /^(a+)+$/.test('a'.repeat(40) + 'b') }; }", error: BUDGET },
   { what: "a catastrophic regular expression", language: "python", source: "import re\ndef f():\n    return {'m': bool(re.match('^(a+)+$', 'a' * 40 + 'b'))}\n", error: BUDGET },
   { what: "calling fetch", language: "javascript", source: "async function f() { const r = await fetch('https://example.com'); return { s: r.status }; }", error: "transformation raised an error: ReferenceError: 'fetch' is not defined" },
-  { what: "calling fetch through the js module", language: "python", source: "import js\ndef f():\n    return {'s': str(js.fetch('https://example.com'))}\n", error: "transformation raised an error: AttributeError: module 'js' has no attribute 'fetch'" },
+  // The js module is no longer in the build (issue 11): every probe through it stops at the import.
+  { what: "calling fetch through the js module", language: "python", source: "import js\ndef f():\n    return {'s': str(js.fetch('https://example.com'))}\n", error: NO_JS },
   { what: "host globals", language: "javascript", source: "function f() { return { t: [typeof fetch, typeof process, typeof Request, typeof caches, typeof WebAssembly, typeof setTimeout, typeof navigator] }; }", result: { t: Array(7).fill("undefined") } },
-  { what: "globalThis through the js module", language: "python", source: "import js\ndef f():\n    return {'g': str(js.globalThis)}\n", error: "transformation raised an error: AttributeError: module 'js' has no attribute 'globalThis'" },
-  { what: "the js module's contents", language: "python", source: "import js\ndef f():\n    return {'names': [n for n in dir(js) if not n.startswith('__')]}\n", result: { names: [] } },
+  { what: "globalThis through the js module", language: "python", source: "import js\ndef f():\n    return {'g': str(js.globalThis)}\n", error: NO_JS },
+  { what: "the js module's contents", language: "python", source: "import js\ndef f():\n    return {'names': [n for n in dir(js) if not n.startswith('__')]}\n", error: NO_JS },
   { what: "constructor.constructor", language: "javascript", source: "function f() { const F = ({}).constructor.constructor; return { t: F('return typeof fetch + typeof process')() }; }", result: { t: "undefinedundefined" } },
-  { what: "constructor through the js module", language: "python", source: "import js\ndef f():\n    return {'c': str(js.constructor)}\n", error: "transformation raised an error: AttributeError: module 'js' has no attribute 'constructor'" },
+  { what: "constructor through the js module", language: "python", source: "import js\ndef f():\n    return {'c': str(js.constructor)}\n", error: NO_JS },
   { what: "dynamic import()", language: "javascript", source: "async function f() { const m = await import('node:fs'); return { m: typeof m }; }", error: "transformation raised an error: ReferenceError: could not load module 'node:fs'" },
   { what: "importing a network module", language: "python", source: "def f():\n    s = __import__('socket')\n    return {}\n", error: "transformation raised an error: ImportError: no module named 'socket'" },
   { what: "a non-JSON value (BigInt)", language: "javascript", source: "function f() { return { n: 1n }; }", error: NOT_JSON },

@@ -41,8 +41,9 @@ function toRecord(row: TransformationRow): TransformationRecord {
 }
 
 /** Turns a sandbox failure into the one clear 400 the caller sees. */
+/** A run's failure is the user's (400), except a deployment that offers no sandbox (503). */
 function sandboxError(outcome: Extract<SandboxOutcome, { ok: false }>): AppError {
-  return badRequest(outcome.message);
+  return outcome.failure === "unavailable" ? new AppError("unavailable", outcome.message) : badRequest(outcome.message);
 }
 
 /**
