@@ -28,6 +28,15 @@ function mergeMissing(target: Json, source: Json): void {
   }
 }
 
+/**
+ * A form field sent as `true` beside dotted fields under it (`file_data=true`,
+ * `file_data.metadata.name=...`, as the hosted platform's SDK sends a file) only says the object
+ * is present: the dotted fields are the object.
+ */
+function isPresenceFlag(value: unknown): boolean {
+  return typeof value === "string" && value.trim().toLowerCase() === "true";
+}
+
 /** Sets `value` at a dotted path, turning repeated keys into arrays and merging objects. */
 function setPath(target: Json, dotted: string, value: unknown): void {
   const parts = dotted.split(".");
@@ -39,11 +48,11 @@ function setPath(target: Json, dotted: string, value: unknown): void {
       node = existing;
     } else if (typeof existing === "string" && existing.trim().startsWith("{")) {
       // A nested object sent as a JSON string in one field, then refined by dotted fields.
-      const parsed = tryParseJson(existing);
+      const parsed = parseBodyJson(existing);
       if (!isPlainObject(parsed)) throw badRequest(`field ${part} must be an object`);
       node[part] = parsed;
       node = parsed;
-    } else if (existing === undefined) {
+    } else if (existing === undefined || isPresenceFlag(existing)) {
       const child: Json = {};
       node[part] = child;
       node = child;
@@ -56,6 +65,7 @@ function setPath(target: Json, dotted: string, value: unknown): void {
   if (existing === undefined) node[last] = value;
   // Explicit dotted fields (set first) refine a file part or JSON object rather than being lost.
   else if (isPlainObject(existing) && isPlainObject(value)) mergeMissing(existing, value);
+  else if (isPlainObject(existing) && isPresenceFlag(value)) return;
   else if (Array.isArray(existing)) existing.push(value);
   else node[last] = [existing, value];
 }
@@ -63,6 +73,24 @@ function setPath(target: Json, dotted: string, value: unknown): void {
 export function tryParseJson(text: string): unknown {
   try {
     return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** JSON.parse reviver: an object member whose value is null is left out (array items stay). */
+function dropNullMember(this: unknown, key: string, value: unknown): unknown {
+  return value === null && key !== "" && !Array.isArray(this) ? undefined : value;
+}
+
+/**
+ * Parses JSON sent in a request body (the whole body, or an object sent as a JSON string in one
+ * form field), or answers undefined. A member set to null means "not set": the hosted platform's
+ * SDK sends every option it leaves unset as null, and the API treats it as absent everywhere.
+ */
+export function parseBodyJson(text: string): unknown {
+  try {
+    return JSON.parse(text, dropNullMember);
   } catch {
     return undefined;
   }
@@ -118,7 +146,7 @@ export async function parseRequestBody(request: Request): Promise<Json> {
   }
   const text = new TextDecoder().decode(buffer);
   if (text.trim() === "") return {};
-  const parsed = tryParseJson(text);
+  const parsed = parseBodyJson(text);
   if (parsed === undefined) throw badRequest("request body is not valid JSON");
   if (!isPlainObject(parsed)) throw badRequest("request body must be a JSON object");
   return parsed;

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { tryParseJson } from "./body";
+import { parseBodyJson } from "./body";
 import { ID_PATTERN } from "./ids";
 
 /**
@@ -35,7 +35,7 @@ export const zId = () => z.string().regex(ID_PATTERN, "must be a 24-character he
 
 /** An object that may arrive as a JSON string in one form field. */
 export const zJsonObject = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => (typeof v === "string" && v.trim().startsWith("{") ? (tryParseJson(v) ?? v) : v), schema);
+  z.preprocess((v) => (typeof v === "string" && v.trim().startsWith("{") ? (parseBodyJson(v) ?? v) : v), schema);
 
 /** A free-form object of bounded serialized size. */
 export const zFreeObject = (maxBytes = 64 * 1024) =>
@@ -51,6 +51,6 @@ export const zArray = <T extends z.ZodType>(item: T, max: number) =>
   z.preprocess((v) => {
     if (typeof v !== "string") return v;
     const text = v.trim();
-    if (text.startsWith("[")) return tryParseJson(text) ?? v;
+    if (text.startsWith("[")) return parseBodyJson(text) ?? v;
     return [v];
   }, z.array(item).max(max));

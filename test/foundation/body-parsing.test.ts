@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseRequestBody } from "../../src/lib/body";
+import { parseBodyJson, parseRequestBody } from "../../src/lib/body";
 import { bearer, call, seedOrg } from "../helpers";
 
 const request = (type: string, body: BodyInit): Request => new Request("http://loom.test/x", { method: "POST", headers: type ? { "content-type": type } : {}, body });
@@ -23,6 +23,27 @@ describe("one body parser for JSON, multipart and urlencoded", () => {
     expect(parsed).toEqual({
       file_data: { file: { type: "file", raw_bytes: btoa("hello world"), metadata: { name: "hello.txt", mime_type: "text/plain", size: 11, path: "/docs/hello.txt" } } },
     });
+  });
+
+  it("treats a null member as not set, in JSON bodies and in JSON-string fields, and keeps null list items", async () => {
+    const json = JSON.stringify({ a: null, b: { c: null, d: 1 }, list: [null, { e: null }], config: JSON.stringify({ chunk_size: null, x: 2 }) });
+    expect(await parseRequestBody(request("application/json", json))).toEqual({ b: { d: 1 }, list: [null, {}], config: JSON.stringify({ chunk_size: null, x: 2 }) });
+    // A JSON-string object field is parsed (and its nulls dropped) where the schema reads it, or here when dotted fields refine it.
+    expect(parseBodyJson(JSON.stringify({ chunk_size: null, x: 2 }))).toEqual({ x: 2 });
+    const fields = new URLSearchParams({ config: JSON.stringify({ chunk_size: null, x: 2 }), "config.y": "3" });
+    expect(await parseRequestBody(request("application/x-www-form-urlencoded", fields.toString()))).toEqual({ config: { x: 2, y: "3" } });
+    await expect(parseRequestBody(request("application/json", "null"))).rejects.toThrow("request body must be a JSON object");
+  });
+
+  it("takes `field=true` beside dotted fields under it as the object's presence, in either order", async () => {
+    const form = new FormData();
+    form.append("file_data", "true");
+    form.append("file_data.metadata.name", "a.txt");
+    form.append("file_data.file", new File(["hi"], "a.txt"));
+    const parsed = await parseRequestBody(new Request("http://loom.test/x", { method: "POST", body: form }));
+    expect(parsed).toEqual({ file_data: { metadata: { name: "a.txt" }, file: { type: "file", raw_bytes: btoa("hi"), metadata: { name: "a.txt", mime_type: "application/octet-stream", size: 2 } } } });
+    expect(await parseRequestBody(request("application/x-www-form-urlencoded", "x.y=1&x=true"))).toEqual({ x: { y: "1" } });
+    await expect(parseRequestBody(request("application/x-www-form-urlencoded", "x=false&x.y=1"))).rejects.toThrow("field x is given both as a value and as an object");
   });
 
   it("treats an empty body as an empty object and rejects prototype keys", async () => {
