@@ -7,6 +7,7 @@ import { newId } from "../../lib/ids";
 import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
 import { runSandboxed, sandboxLimits } from "../../sandbox/sandbox";
 import type { SandboxOutcome } from "../../sandbox/sandbox.types";
+import { resolveFunctionName } from "./function-name";
 import { compileIoSchema, validateAgainst, type IoSchema } from "./io-schema";
 import type { TransformationCreateInput } from "./transformations.schemas";
 
@@ -56,13 +57,14 @@ export async function createTransformation(env: Env, auth: AuthContext, body: Tr
   const outputSchema = body.output_schema ?? body.outputs ?? {};
   schemaOrThrow(inputSchema, "input_schema");
   schemaOrThrow(outputSchema, "output_schema");
+  const functionName = resolveFunctionName(body.language, body.function, body.function_name);
 
   const db = database(env);
   const taken = await db.select({ id: transformations.id }).from(transformations).where(and(eq(transformations.ownerId, auth.userId), eq(transformations.name, body.name))).limit(1);
   if (taken[0]) throw conflict(`a transformation named '${body.name}' already exists`);
 
   // Parse the source and look for the function without running any of it.
-  const checked = await runSandboxed(env, { kind: "check", language: body.language, source: body.function, functionName: body.function_name, limits: sandboxLimits(env) });
+  const checked = await runSandboxed(env, { kind: "check", language: body.language, source: body.function, functionName, limits: sandboxLimits(env) });
   if (!checked.ok) throw sandboxError(checked);
 
   const id = newId();
@@ -74,7 +76,7 @@ export async function createTransformation(env: Env, auth: AuthContext, body: Tr
       ownerId: auth.userId,
       name: body.name,
       description: body.description,
-      functionName: body.function_name,
+      functionName,
       source: body.function,
       language: body.language,
       inputSchema: JSON.stringify(inputSchema),
