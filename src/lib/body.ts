@@ -48,7 +48,7 @@ function setPath(target: Json, dotted: string, value: unknown): void {
       node = existing;
     } else if (typeof existing === "string" && existing.trim().startsWith("{")) {
       // A nested object sent as a JSON string in one field, then refined by dotted fields.
-      const parsed = parseBodyJson(existing);
+      const parsed = tryParseJson(existing);
       if (!isPlainObject(parsed)) throw badRequest(`field ${part} must be an object`);
       node[part] = parsed;
       node = parsed;
@@ -78,22 +78,15 @@ export function tryParseJson(text: string): unknown {
   }
 }
 
-/** JSON.parse reviver: an object member whose value is null is left out (array items stay). */
-function dropNullMember(this: unknown, key: string, value: unknown): unknown {
-  return value === null && key !== "" && !Array.isArray(this) ? undefined : value;
-}
-
 /**
- * Parses JSON sent in a request body (the whole body, or an object sent as a JSON string in one
- * form field), or answers undefined. A member set to null means "not set": the hosted platform's
- * SDK sends every option it leaves unset as null, and the API treats it as absent everywhere.
+ * `value` without its members that are null. A declared field sent as null is "not set": the
+ * hosted platform's SDK sends every option it leaves unset as null. Applied to the body's own
+ * fields here and to each declared nested object by `zJsonObject`; free-form data (transformation
+ * and pipeline inputs, metadata, filters) keeps its nulls, which are the caller's values.
  */
-export function parseBodyJson(text: string): unknown {
-  try {
-    return JSON.parse(text, dropNullMember);
-  } catch {
-    return undefined;
-  }
+export function withoutNullMembers(value: unknown): unknown {
+  if (!isPlainObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== null));
 }
 
 async function fileToValue(file: File): Promise<FilePartValue> {
@@ -146,8 +139,8 @@ export async function parseRequestBody(request: Request): Promise<Json> {
   }
   const text = new TextDecoder().decode(buffer);
   if (text.trim() === "") return {};
-  const parsed = parseBodyJson(text);
+  const parsed = tryParseJson(text);
   if (parsed === undefined) throw badRequest("request body is not valid JSON");
   if (!isPlainObject(parsed)) throw badRequest("request body must be a JSON object");
-  return parsed;
+  return withoutNullMembers(parsed) as Json;
 }

@@ -183,6 +183,17 @@ describe("knowledge bases: the SDK's find_documents filters and apify_key", () =
     expect((await send(`/v1/knowledge-base/${kbB}/documents?title=secret.txt`, intruder.owner.apiKey)).status).toBe(404);
   });
 
+  it("a null inside a filter object is refused, never read as 'no condition' (only a filter that is itself null is unset)", async () => {
+    const owner = await seedOrg();
+    const kb = await createKb(owner.owner.apiKey);
+    await indexText(owner.owner.apiKey, kb, "a.txt", "Ordinary text about gardens.", { topic: "x" });
+    const widened = await query(owner.owner.apiKey, kb, { queries: ["gardens"], search_metadata: { filter: { must: [{ key: "topic", match: { value: null } }] } } });
+    expect(widened.status).toBe(400);
+    const unset = await query(owner.owner.apiKey, kb, { queries: ["gardens"], search_metadata: { filter: null, opensearch_filter: null } });
+    expect(unset.status).toBe(200);
+    expect(unset.items).toHaveLength(1);
+  });
+
   it("config.apify_key (like scraper_api_key) is never stored or echoed", async () => {
     const org = await seedOrg();
     const kb = await createKb(org.owner.apiKey);

@@ -36,14 +36,16 @@ describe("the hosted SDK's Transformation against Loom", () => {
     expect(ran.status, JSON.stringify(ran.body)).toBe(200);
     expect(ran.body.result).toEqual({ line: "x:a,b:3", ok: true, share: 0.5, total: 3 });
 
+    // Inputs are the caller's data: `extra: null` reaches the function as None (`any` takes it).
     const valid = { count: 2, ratio: 0.25, flag: true, label: "x", tags: ["a"], when: 1714557600, extra: null, scores: {} };
-    // `extra: null` is "not set" like every null in a body, and `any` still names a required input.
-    expect((await sdkRun(key, id, valid)).body.error).toBe('inputs: Instance does not have required property "extra".');
-    expect((await sdkRun(key, id, { ...valid, extra: 1, count: "2" })).body.error).toMatch(/^inputs\.count: /);
-    expect((await sdkRun(key, id, { ...valid, extra: 1, count: 2 ** 31 })).body.error).toMatch(/^inputs\.count: /);
-    expect((await sdkRun(key, id, { ...valid, extra: 1, tags: ["a", 1] })).body.error).toMatch(/^inputs\.tags\.1: /);
-    expect((await sdkRun(key, id, { ...valid, extra: 1, scores: { a: 1.5 } })).body.error).toMatch(/^inputs\.scores\.a: /);
-    expect((await sdkRun(key, id, { ...valid, extra: 1, when: true })).body.error).toMatch(/^inputs\.when: /);
+    expect((await sdkRun(key, id, valid)).body.result).toEqual({ line: "x:a:3", ok: true, share: 0.5, total: 0 });
+    const { extra: _dropped, ...missing } = valid;
+    expect((await sdkRun(key, id, missing)).body.error).toBe('inputs: Instance does not have required property "extra".');
+    expect((await sdkRun(key, id, { ...valid, count: "2" })).body.error).toMatch(/^inputs\.count: /);
+    expect((await sdkRun(key, id, { ...valid, count: 2 ** 31 })).body.error).toMatch(/^inputs\.count: /);
+    expect((await sdkRun(key, id, { ...valid, tags: ["a", 1] })).body.error).toMatch(/^inputs\.tags\.1: /);
+    expect((await sdkRun(key, id, { ...valid, scores: { a: 1.5 } })).body.error).toMatch(/^inputs\.scores\.a: /);
+    expect((await sdkRun(key, id, { ...valid, when: true })).body.error).toMatch(/^inputs\.when: /);
   });
 
   it("function_name '' picks the only function in JavaScript too, and a file input takes Loom's file value", async () => {
