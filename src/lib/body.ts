@@ -28,6 +28,15 @@ function mergeMissing(target: Json, source: Json): void {
   }
 }
 
+/**
+ * A form field sent as `true` beside dotted fields under it (`file_data=true`,
+ * `file_data.metadata.name=...`, as the hosted platform's SDK sends a file) only says the object
+ * is present: the dotted fields are the object.
+ */
+function isPresenceFlag(value: unknown): boolean {
+  return typeof value === "string" && value.trim().toLowerCase() === "true";
+}
+
 /** Sets `value` at a dotted path, turning repeated keys into arrays and merging objects. */
 function setPath(target: Json, dotted: string, value: unknown): void {
   const parts = dotted.split(".");
@@ -43,7 +52,7 @@ function setPath(target: Json, dotted: string, value: unknown): void {
       if (!isPlainObject(parsed)) throw badRequest(`field ${part} must be an object`);
       node[part] = parsed;
       node = parsed;
-    } else if (existing === undefined) {
+    } else if (existing === undefined || isPresenceFlag(existing)) {
       const child: Json = {};
       node[part] = child;
       node = child;
@@ -56,6 +65,7 @@ function setPath(target: Json, dotted: string, value: unknown): void {
   if (existing === undefined) node[last] = value;
   // Explicit dotted fields (set first) refine a file part or JSON object rather than being lost.
   else if (isPlainObject(existing) && isPlainObject(value)) mergeMissing(existing, value);
+  else if (isPlainObject(existing) && isPresenceFlag(value)) return;
   else if (Array.isArray(existing)) existing.push(value);
   else node[last] = [existing, value];
 }
@@ -66,6 +76,17 @@ export function tryParseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * `value` without its members that are null. A declared field sent as null is "not set": the
+ * hosted platform's SDK sends every option it leaves unset as null. Applied to the body's own
+ * fields here and to each declared nested object by `zJsonObject`; free-form data (transformation
+ * and pipeline inputs, metadata, filters) keeps its nulls, which are the caller's values.
+ */
+export function withoutNullMembers(value: unknown): unknown {
+  if (!isPlainObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== null));
 }
 
 async function fileToValue(file: File): Promise<FilePartValue> {
@@ -121,5 +142,5 @@ export async function parseRequestBody(request: Request): Promise<Json> {
   const parsed = tryParseJson(text);
   if (parsed === undefined) throw badRequest("request body is not valid JSON");
   if (!isPlainObject(parsed)) throw badRequest("request body must be a JSON object");
-  return parsed;
+  return withoutNullMembers(parsed) as Json;
 }

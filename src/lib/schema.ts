@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { tryParseJson } from "./body";
+import { tryParseJson, withoutNullMembers } from "./body";
 import { ID_PATTERN } from "./ids";
 
 /**
@@ -33,13 +33,17 @@ export const zString = (min: number, max: number) => z.string().min(min).max(max
 
 export const zId = () => z.string().regex(ID_PATTERN, "must be a 24-character hex id");
 
-/** An object that may arrive as a JSON string in one form field. */
-export const zJsonObject = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => (typeof v === "string" && v.trim().startsWith("{") ? (tryParseJson(v) ?? v) : v), schema);
+function fromJsonText(value: unknown): unknown {
+  return typeof value === "string" && value.trim().startsWith("{") ? (tryParseJson(value) ?? value) : value;
+}
 
-/** A free-form object of bounded serialized size. */
+/** An object of declared fields that may arrive as a JSON string in one form field; a field sent as null is not set. */
+export const zJsonObject = <T extends z.ZodType>(schema: T) => z.preprocess((v) => withoutNullMembers(fromJsonText(v)), schema);
+
+/** A free-form object of bounded serialized size (it may arrive as a JSON string; its nulls are values). */
 export const zFreeObject = (maxBytes = 64 * 1024) =>
-  zJsonObject(
+  z.preprocess(
+    fromJsonText,
     z.record(z.string(), z.unknown()).refine((o) => JSON.stringify(o).length <= maxBytes, `must serialize to at most ${maxBytes} bytes`),
   );
 

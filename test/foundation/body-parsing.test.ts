@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { z } from "@hono/zod-openapi";
 import { parseRequestBody } from "../../src/lib/body";
+import { zFreeObject, zJsonObject } from "../../src/lib/schema";
 import { bearer, call, seedOrg } from "../helpers";
 
 const request = (type: string, body: BodyInit): Request => new Request("http://loom.test/x", { method: "POST", headers: type ? { "content-type": type } : {}, body });
@@ -23,6 +25,30 @@ describe("one body parser for JSON, multipart and urlencoded", () => {
     expect(parsed).toEqual({
       file_data: { file: { type: "file", raw_bytes: btoa("hello world"), metadata: { name: "hello.txt", mime_type: "text/plain", size: 11, path: "/docs/hello.txt" } } },
     });
+  });
+
+  it("treats a field sent as null as not set, at the top and in declared nested objects; free-form data keeps its nulls", async () => {
+    const json = JSON.stringify({ a: null, b: { c: null, d: 1 }, list: [null] });
+    expect(await parseRequestBody(request("application/json", json))).toEqual({ b: { c: null, d: 1 }, list: [null] });
+    const Body = z.object({
+      config: zJsonObject(z.object({ chunk_size: z.number().optional(), nested: zJsonObject(z.object({ k: z.string().optional() })).optional() }).strict()).optional(),
+      inputs: zFreeObject().optional(),
+    });
+    // As the SDK sends them: a config object, or the same config as a JSON string in a form field.
+    expect(Body.parse({ config: { chunk_size: null, nested: { k: null } }, inputs: { x: null } })).toEqual({ config: { nested: {} }, inputs: { x: null } });
+    expect(Body.parse({ config: JSON.stringify({ chunk_size: null, nested: null }) })).toEqual({ config: {} });
+    await expect(parseRequestBody(request("application/json", "null"))).rejects.toThrow("request body must be a JSON object");
+  });
+
+  it("takes `field=true` beside dotted fields under it as the object's presence, in either order", async () => {
+    const form = new FormData();
+    form.append("file_data", "true");
+    form.append("file_data.metadata.name", "a.txt");
+    form.append("file_data.file", new File(["hi"], "a.txt"));
+    const parsed = await parseRequestBody(new Request("http://loom.test/x", { method: "POST", body: form }));
+    expect(parsed).toEqual({ file_data: { metadata: { name: "a.txt" }, file: { type: "file", raw_bytes: btoa("hi"), metadata: { name: "a.txt", mime_type: "application/octet-stream", size: 2 } } } });
+    expect(await parseRequestBody(request("application/x-www-form-urlencoded", "x.y=1&x=true"))).toEqual({ x: { y: "1" } });
+    await expect(parseRequestBody(request("application/x-www-form-urlencoded", "x=false&x.y=1"))).rejects.toThrow("field x is given both as a value and as an object");
   });
 
   it("treats an empty body as an empty object and rejects prototype keys", async () => {

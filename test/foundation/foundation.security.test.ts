@@ -247,3 +247,35 @@ describe("access tokens", () => {
     expect((await call(ME_PATH, { headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now, exp: now + 600 }, secret, "HS256")) })).status).toBe(200);
   });
 });
+
+describe("request bodies: null as 'not set' and `field=true` beside dotted fields open no hole", () => {
+  const post = (key: string, path: string, body: string, type = "application/json") => call(path, { method: "POST", headers: { ...bearer(key), "content-type": type }, body });
+
+  it("a required field sent as null is missing (400), and nothing is created", async () => {
+    const org = await seedOrg();
+    const [status, body] = await read(await post(org.owner.apiKey, "/v1/knowledge-base", JSON.stringify({ name: null, chunk_size: null })));
+    expect(status).toBe(400);
+    expect(String(body.error)).toMatch(/^name: /);
+    expect((await (await call("/v1/knowledge-bases", { headers: bearer(org.owner.apiKey) })).json()) as Json).toMatchObject({ object_ids: [] });
+  });
+
+  it("null items of a list stay values and are refused", async () => {
+    const org = await seedOrg();
+    const [status, body] = await read(await post(org.owner.apiKey, "/v1/pipeline/0123456789abcdef01234567/resume", JSON.stringify({ run_ids: [null] })));
+    expect(status).toBe(400);
+    expect(String(body.error)).toMatch(/^run_ids\.0: /);
+  });
+
+  it("only `true` marks an object as present, and a marked object still refuses prototype keys", async () => {
+    const org = await seedOrg();
+    const path = "/v1/knowledge-base/0123456789abcdef01234567/index";
+    const form = "application/x-www-form-urlencoded";
+    expect(await read(await post(org.owner.apiKey, path, "file_data=true&file_data.__proto__.polluted=yes", form))).toEqual([400, { status: "failed", error: "invalid field name: file_data.__proto__.polluted" }]);
+    expect(await read(await post(org.owner.apiKey, path, "file_data=yes&file_data.metadata.name=a.txt", form))).toEqual([400, { status: "failed", error: "field file_data is given both as a value and as an object" }]);
+    expect(({} as Json).polluted).toBeUndefined();
+    // Marked but empty: the object is there and incomplete, a clear 400 rather than a crash.
+    const [status, body] = await read(await post(org.owner.apiKey, path, "file_data=true&file_data.metadata.name=a.txt", form));
+    expect(status).toBe(400);
+    expect(String(body.error)).toMatch(/^file_data\.file: /);
+  });
+});

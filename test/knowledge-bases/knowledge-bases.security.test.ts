@@ -167,3 +167,50 @@ describe("knowledge bases: outside sources are fetched only through the SSRF gua
     }
   });
 });
+
+describe("knowledge bases: the SDK's find_documents filters and apify_key", () => {
+  it("a title filter matches one name exactly: injection attempts and other knowledge bases' titles find nothing", async () => {
+    const owner = await seedOrg();
+    const kbA = await createKb(owner.owner.apiKey);
+    const kbB = await createKb(owner.owner.apiKey);
+    const docA = await indexText(owner.owner.apiKey, kbA, "plans.txt", "Plans for the garden.");
+    await indexText(owner.owner.apiKey, kbB, "secret.txt", "Only in knowledge base B.");
+    const ids = async (kb: string, title: string) => (await send(`/v1/knowledge-base/${kb}/documents?title=${encodeURIComponent(title)}`, owner.owner.apiKey)).body.document_ids;
+    expect(await ids(kbA, "plans.txt")).toEqual([docA]);
+    expect(await ids(kbA, "secret.txt")).toEqual([]);
+    expect(await ids(kbA, "x' OR '1'='1")).toEqual([]);
+    expect(await ids(kbA, "%")).toEqual([]);
+    const intruder = await seedOrg();
+    expect((await send(`/v1/knowledge-base/${kbB}/documents?title=secret.txt`, intruder.owner.apiKey)).status).toBe(404);
+  });
+
+  it("a null inside a filter object is refused, never read as 'no condition' (only a filter that is itself null is unset)", async () => {
+    const owner = await seedOrg();
+    const kb = await createKb(owner.owner.apiKey);
+    await indexText(owner.owner.apiKey, kb, "a.txt", "Ordinary text about gardens.", { topic: "x" });
+    const widened = await query(owner.owner.apiKey, kb, { queries: ["gardens"], search_metadata: { filter: { must: [{ key: "topic", match: { value: null } }] } } });
+    expect(widened.status).toBe(400);
+    const unset = await query(owner.owner.apiKey, kb, { queries: ["gardens"], search_metadata: { filter: null, opensearch_filter: null } });
+    expect(unset.status).toBe(200);
+    expect(unset.items).toHaveLength(1);
+  });
+
+  it("config.apify_key (like scraper_api_key) is never stored or echoed", async () => {
+    const org = await seedOrg();
+    const kb = await createKb(org.owner.apiKey);
+    const canary = "apify_api_CANARY7f3a9c2e1d";
+    const indexed = await send(`/v1/knowledge-base/${kb}/index`, org.owner.apiKey, json({ ...fileData("a.txt", "text/plain", "Some text about birds."), config: { apify_key: canary } }));
+    expect(indexed.status).toBe(200);
+    const refused = await call(`/v1/knowledge-base/${kb}/index`, json({ config: { apify_key: canary, chunk_size: 0 } }, { authorization: `Bearer ${org.owner.apiKey}` }));
+    expect(refused.status).toBe(400);
+    const responses = [
+      JSON.stringify(indexed.body),
+      await refused.text(),
+      await (await call(`/v1/knowledge-base/${kb}/documents`, { headers: { authorization: `Bearer ${org.owner.apiKey}` } })).text(),
+      await (await call("/admin/audit-log", { headers: { authorization: `Bearer ${org.owner.token}` } })).text(),
+    ];
+    for (const text of responses) expect(text).not.toContain(canary);
+    const stored = await env.FILES.list({ prefix: `knowledge-bases/${kb}/`, include: ["customMetadata"] });
+    expect(JSON.stringify(stored.objects.map((o) => o.customMetadata))).not.toContain(canary);
+  });
+});

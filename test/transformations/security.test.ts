@@ -180,3 +180,24 @@ describe("transformations: sandbox rate limit", () => {
     expect((await runWith(other.owner, await createDoubleJs(other.owner), 1)).status).toBe(200);
   });
 });
+
+describe("transformations: hostile type names", () => {
+  it("a deeply nested or huge type name is a short 400, not a crash or an echo of the whole name", async () => {
+    const org = await seedOrg();
+    for (const type of ["vec<".repeat(5_000) + "string" + ">".repeat(5_000), `map<string, ${"x".repeat(50_000)}>`, "vec<" + ",".repeat(50_000) + ">"]) {
+      const response = await call("/v1/transformation", json({ name: "bomb", function_name: "f", function: "def f(x):\n    return {}\n", inputs: { x: type } }, bearer(org.owner.apiKey)));
+      const text = await response.text();
+      expect(response.status).toBe(400);
+      expect(text.length).toBeLessThan(2_000);
+      expect(JSON.parse(text).error).toMatch(/^input_schema\.x has an unknown type /);
+    }
+  });
+
+  it("an empty function_name resolves only to an identifier the source declares at top level", async () => {
+    const org = await seedOrg();
+    // Nested and indented definitions are not candidates; the one top-level function is.
+    const id = await create(org.owner, { function_name: "", function: "def outer(x):\n    def inner(y):\n        return y\n    return {'y': inner(x)}\n" });
+    expect((await (await get(org.owner, `id=${id}`)).json()) as { object: { function_name: string } }).toMatchObject({ object: { function_name: "outer" } });
+    expect((await run(org.owner, id, { x: 1 })).body).toEqual({ status: "success", result: { y: 1 } });
+  });
+});

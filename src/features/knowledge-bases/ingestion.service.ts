@@ -61,7 +61,8 @@ async function prepareFile(fileData: NonNullable<IndexInput["file_data"]>): Prom
   const bytes = decodeRawBytes(fileData.file.raw_bytes);
   if (bytes.length === 0) throw badRequest("file_data.file.raw_bytes: the file is empty");
   if (bytes.length > MAX_FILE_BYTES) throw new AppError("payload_too_large", `file_data.file.raw_bytes: the file exceeds ${MAX_FILE_BYTES} bytes`);
-  const meta = fileData.file.metadata;
+  // The SDK names the file beside the part (`file_data.metadata`); what it says beats what the part implied.
+  const meta = { ...fileData.file.metadata, ...fileData.metadata };
   const kind = detectFileType(meta.mime_type, meta.name ?? meta.path, bytes);
   const base: PreparedDocument = {
     name: meta.name ?? meta.path?.split("/").pop() ?? "document",

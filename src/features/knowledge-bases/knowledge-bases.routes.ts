@@ -2,7 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
 import { FetchQuery, ListQuery, listEnvelope } from "../../lib/ownership";
-import { DocumentsDeleteQuery, IndexBody, KnowledgeBaseCreateBody, KnowledgeBaseParams, QueryBody } from "./knowledge-bases.schemas";
+import { DocumentsDeleteQuery, DocumentsListQuery, IndexBody, KnowledgeBaseCreateBody, KnowledgeBaseParams, QueryBody } from "./knowledge-bases.schemas";
 import { createKnowledgeBase, deleteDocuments, deleteKnowledgeBase, fetchKnowledgeBase, listDocuments, listKnowledgeBases, parseDocumentIds } from "./knowledge-bases.service";
 import { indexIntoKnowledgeBase } from "./ingestion.service";
 import { queryWithModelOptions } from "../knowledge-base-options/knowledge-base-query";
@@ -28,8 +28,22 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
     return c.json({ status: "success" });
   });
 
-  defineRoute(app, { ...common, method: "get", path: "/v1/knowledge-base/:id/documents", summary: "List a knowledge base's documents with their indexing state", params: KnowledgeBaseParams, responses: { 404: "No such knowledge base" } }, async (c, { params }) =>
-    c.json({ status: "success", documents: await listDocuments(c.env, c.get("auth"), params.id) }),
+  defineRoute(
+    app,
+    {
+      ...common,
+      method: "get",
+      path: "/v1/knowledge-base/:id/documents",
+      summary: "List or find a knowledge base's documents with their indexing state",
+      description: "Answers `document_ids` (what the hosted SDK's `find_documents` returns) and the `documents` themselves, newest first.",
+      params: KnowledgeBaseParams,
+      query: DocumentsListQuery,
+      responses: { 404: "No such knowledge base" },
+    },
+    async (c, { params, query }) => {
+      const documents = await listDocuments(c.env, c.get("auth"), params.id, query);
+      return c.json({ status: "success", document_ids: documents.map((d) => d._id), documents });
+    },
   );
 
   defineRoute(app, { ...common, method: "delete", path: "/v1/knowledge-base/:id/documents", summary: "Remove documents and their chunks", params: KnowledgeBaseParams, query: DocumentsDeleteQuery, responses: { 403: "Not yours to change", 404: "No such knowledge base or document" } }, async (c, { params, query }) =>

@@ -40,6 +40,9 @@ const FilePart = z.object({
 
 const FileData = z.object({
   file: zJsonObject(FilePart),
+  metadata: zJsonObject(FileMetadata)
+    .optional()
+    .openapi({ description: "The hosted SDK's place for the file's `name` and `mime_type` (beside a multipart part `file_data.file`); overrides `file.metadata`." }),
   custom_metadata: zFreeObject(16 * 1024).optional(),
 });
 
@@ -52,6 +55,7 @@ export const IndexConfig = z
     chunk_size: chunkSize().optional(),
     chunk_overlap: chunkOverlap().optional(),
     scraper_api_key: z.string().max(500).optional().openapi({ description: "Accepted and ignored: Loom fetches only its allow-listed sources itself." }),
+    apify_key: z.string().max(500).optional().openapi({ description: "The hosted SDK's name for `scraper_api_key`; accepted and ignored alike." }),
   })
   .strict();
 
@@ -133,6 +137,14 @@ export const QueryBody = z
 export type KnowledgeBaseCreateInput = z.output<typeof KnowledgeBaseCreateBody>;
 export type IndexInput = z.output<typeof IndexBody>;
 export type QueryInput = z.output<typeof QueryBody>;
+
+/** The hosted SDK's `find_documents` filters; each given one must match. */
+export const DocumentsListQuery = z.object({
+  title: zString(1, 500).optional().openapi({ description: "Only the documents with exactly this name (a file's name, an article's title)." }),
+  folder_id: zString(1, 100).optional().openapi({ description: "Only documents in this folder. Loom has no folders yet, so nothing matches." }),
+  integration_id: zString(1, 100).optional().openapi({ description: "Only documents synced from this integration. Loom syncs none yet, so nothing matches." }),
+});
+export type DocumentsListFilters = z.output<typeof DocumentsListQuery>;
 
 export const DocumentsDeleteQuery = z.object({
   document_ids: zString(1, 100 * 25).openapi({ description: "Comma-separated document ids." }),

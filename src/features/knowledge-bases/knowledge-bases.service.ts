@@ -9,7 +9,7 @@ import { auditInsert } from "../audit/audit.service";
 import { DEFAULT_EMBEDDING_MODEL, resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
 import { vectorIndexFor } from "./vector-backend";
-import type { KnowledgeBaseCreateInput } from "./knowledge-bases.schemas";
+import type { DocumentsListFilters, KnowledgeBaseCreateInput } from "./knowledge-bases.schemas";
 
 export function knowledgeBaseRecord(row: KnowledgeBaseRow) {
   return {
@@ -127,9 +127,16 @@ export async function deleteKnowledgeBase(env: Env, auth: AuthContext, id: strin
   ]);
 }
 
-export async function listDocuments(env: Env, auth: AuthContext, kbId: string) {
+/**
+ * A knowledge base's documents, newest first, narrowed by the given filters. A filter always
+ * applies: Loom keeps no folders and syncs no integrations, so a folder or integration filter
+ * matches nothing rather than being ignored.
+ */
+export async function listDocuments(env: Env, auth: AuthContext, kbId: string, filters: DocumentsListFilters = {}) {
   const kb = await visibleKnowledgeBase(env, auth, kbId);
-  const rows = await database(env).select().from(kbDocuments).where(eq(kbDocuments.kbId, kb.id)).orderBy(desc(kbDocuments.createdAt), desc(kbDocuments.id)).limit(5000);
+  if (filters.folder_id !== undefined || filters.integration_id !== undefined) return [];
+  const where = filters.title === undefined ? eq(kbDocuments.kbId, kb.id) : and(eq(kbDocuments.kbId, kb.id), eq(kbDocuments.name, filters.title));
+  const rows = await database(env).select().from(kbDocuments).where(where).orderBy(desc(kbDocuments.createdAt), desc(kbDocuments.id)).limit(5000);
   return rows.map(documentRecord);
 }
 

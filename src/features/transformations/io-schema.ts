@@ -1,34 +1,16 @@
 import { Validator, type Schema } from "@cfworker/json-schema";
+import { schemaForTypeName, TYPE_NAMES_HELP } from "./io-type-names";
 
 /**
  * Transformation input and output schemas. Two spellings are accepted:
  * - JSON Schema (an object with `type: "object"`, `properties`, `$schema`, `required`, a
  *   combinator or a `$ref` at the top), checked for shape on creation;
- * - the hosted platform's simple form, `{field: type}` with type names such as `string`,
- *   `str`, `number`, `float`, `integer`, `int`, `boolean`, `bool`, `object`, `dict`, `array`,
- *   `list` or `any`; every field it names is required.
+ * - the hosted platform's simple form, `{field: type}` (or `{field: {io_type: type}}`, as its
+ *   SDK describes pipeline and agent inputs), with the type names of io-type-names.ts; every
+ *   field it names is required.
  * `{}` accepts any object.
  */
 export type IoSchema = Record<string, unknown>;
-
-const SIMPLE_TYPES: Record<string, Schema> = {
-  string: { type: "string" },
-  str: { type: "string" },
-  text: { type: "string" },
-  number: { type: "number" },
-  float: { type: "number" },
-  integer: { type: "integer" },
-  int: { type: "integer" },
-  boolean: { type: "boolean" },
-  bool: { type: "boolean" },
-  object: { type: "object" },
-  dict: { type: "object" },
-  array: { type: "array" },
-  list: { type: "array" },
-  null: { type: "null" },
-  none: { type: "null" },
-  any: {},
-};
 
 const INSTANCE_TYPES = new Set(["array", "boolean", "integer", "null", "number", "object", "string"]);
 const SCHEMA_MARKERS = ["$schema", "properties", "required", "additionalProperties", "allOf", "anyOf", "oneOf", "not", "$ref", "$defs", "definitions", "patternProperties"];
@@ -110,15 +92,16 @@ export function compileIoSchema(schema: IoSchema, field: string): { schema: Sche
   }
   const properties: Record<string, Schema> = {};
   for (const [name, type] of Object.entries(schema)) {
-    const spelled = typeof type === "string" ? SIMPLE_TYPES[type.trim().toLowerCase()] : undefined;
+    const named = typeof type === "string" ? type : isPlainObject(type) && typeof type.io_type === "string" ? type.io_type : undefined;
+    const spelled = named === undefined ? undefined : schemaForTypeName(named);
     if (!spelled) {
-      if (isPlainObject(type)) {
+      if (named === undefined && isPlainObject(type)) {
         const problem = schemaProblem(type, `${field}.${name}`);
         if (problem) return { problem };
         properties[name] = type as Schema;
         continue;
       }
-      return { problem: `${field}.${name} has an unknown type ${JSON.stringify(type)} (use a JSON Schema or one of ${Object.keys(SIMPLE_TYPES).join(", ")})` };
+      return { problem: `${field}.${name} has an unknown type ${JSON.stringify(named ?? type).slice(0, 200)} (use a JSON Schema or one of ${TYPE_NAMES_HELP})` };
     }
     properties[name] = spelled;
   }

@@ -1,8 +1,10 @@
 import { z } from "@hono/zod-openapi";
 import { zFreeObject, zId, zString } from "../../lib/schema";
 
-/** A name both QuickJS and MicroPython accept as a top-level function name. */
-const FunctionName = zString(1, 100).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an identifier (letters, digits and underscores, not starting with a digit)");
+/** A name both QuickJS and MicroPython accept as a top-level function name; empty: the only function. */
+const FunctionName = zString(0, 100)
+  .regex(/^(?:[A-Za-z_][A-Za-z0-9_]*)?$/, "must be an identifier (letters, digits and underscores, not starting with a digit)")
+  .openapi({ description: "The function to run. Empty (the hosted SDK's default): the only top-level function the source defines." });
 
 const IoSchemaField = (what: string) =>
   zFreeObject(64 * 1024)

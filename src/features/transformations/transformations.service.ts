@@ -8,6 +8,7 @@ import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, typ
 import { runSandboxed, sandboxLimits } from "../../sandbox/sandbox";
 import type { SandboxOutcome, SandboxTask } from "../../sandbox/sandbox.types";
 import { enforceLimit } from "../../middleware/limits";
+import { resolveFunctionName } from "./function-name";
 import { compileIoSchema, validateAgainst, type IoSchema } from "./io-schema";
 import type { TransformationCreateInput } from "./transformations.schemas";
 
@@ -68,13 +69,14 @@ export async function createTransformation(env: Env, auth: AuthContext, body: Tr
   const outputSchema = body.output_schema ?? body.outputs ?? {};
   schemaOrThrow(inputSchema, "input_schema");
   schemaOrThrow(outputSchema, "output_schema");
+  const functionName = resolveFunctionName(body.language, body.function, body.function_name);
 
   const db = database(env);
   const taken = await db.select({ id: transformations.id }).from(transformations).where(and(eq(transformations.ownerId, auth.userId), eq(transformations.name, body.name))).limit(1);
   if (taken[0]) throw conflict(`a transformation named '${body.name}' already exists`);
 
   // Parse the source and look for the function without running any of it.
-  const checked = await runMetered(env, auth, { kind: "check", language: body.language, source: body.function, functionName: body.function_name, limits: sandboxLimits(env) });
+  const checked = await runMetered(env, auth, { kind: "check", language: body.language, source: body.function, functionName, limits: sandboxLimits(env) });
   if (!checked.ok) throw sandboxError(checked);
 
   const id = newId();
@@ -86,7 +88,7 @@ export async function createTransformation(env: Env, auth: AuthContext, body: Tr
       ownerId: auth.userId,
       name: body.name,
       description: body.description,
-      functionName: body.function_name,
+      functionName,
       source: body.function,
       language: body.language,
       inputSchema: JSON.stringify(inputSchema),
