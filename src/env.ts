@@ -70,6 +70,8 @@ export interface Env {
   KB_VECTOR_BACKEND?: string;
   /** Chunks one knowledge base may hold (default 200,000, or 1,000,000 with Vectorize). */
   KB_MAX_CHUNKS?: string;
+  /** CPU milliseconds the parser's Dynamic Worker may spend on one PDF or zip-based file (default 30,000). */
+  KB_PARSE_CPU_MS?: string;
 }
 
 /** Who is calling, established by the auth middleware. */

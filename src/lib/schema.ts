@@ -40,11 +40,30 @@ function fromJsonText(value: unknown): unknown {
 /** An object of declared fields that may arrive as a JSON string in one form field; a field sent as null is not set. */
 export const zJsonObject = <T extends z.ZodType>(schema: T) => z.preprocess((v) => withoutNullMembers(fromJsonText(v)), schema);
 
-/** A free-form object of bounded serialized size (it may arrive as a JSON string; its nulls are values). */
+/** Nesting a free-form object may have: deeper values overflow the stack of structured clone (RPC) and recursive readers. */
+export const MAX_FREE_OBJECT_DEPTH = 32;
+
+/** Deepest nesting of arrays and objects in a value, counted without recursion; stops once past `limit`. */
+export function nestingDepth(value: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0 && deepest <= limit) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (node === null || typeof node !== "object") continue;
+    deepest = Math.max(deepest, depth + 1);
+    for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** A free-form object of bounded nesting and serialized size (it may arrive as a JSON string; its nulls are values). */
 export const zFreeObject = (maxBytes = 64 * 1024) =>
   z.preprocess(
     fromJsonText,
-    z.record(z.string(), z.unknown()).refine((o) => JSON.stringify(o).length <= maxBytes, `must serialize to at most ${maxBytes} bytes`),
+    z
+      .record(z.string(), z.unknown())
+      .refine((o) => nestingDepth(o, MAX_FREE_OBJECT_DEPTH) <= MAX_FREE_OBJECT_DEPTH, { message: `must nest at most ${MAX_FREE_OBJECT_DEPTH} levels`, abort: true })
+      .refine((o) => JSON.stringify(o).length <= maxBytes, `must serialize to at most ${maxBytes} bytes`),
   );
 
 /**

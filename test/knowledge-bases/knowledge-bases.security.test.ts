@@ -1,10 +1,16 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call, json, seedOrg } from "../helpers";
-import { createKb, fileData, indexText, query, send } from "./kb-fixtures";
+import { createKb, fileData, indexText, post, query, send, type Body } from "./kb-fixtures";
 import { checkUrl, isIpLiteral } from "../../src/lib/ssrf-guard";
 import { guardedFetch } from "../../src/lib/egress";
 import { parseArxivRef, parseWikipediaRef, parseYoutubeRef } from "../../src/features/knowledge-bases/sources";
+import { extractText } from "../../src/features/knowledge-bases/extract-text";
+import { indexIntoKnowledgeBase } from "../../src/features/knowledge-bases/ingestion.service";
+import { parseCpuMs, parserPlacement, readDocumentText } from "../../src/features/knowledge-bases/parsing/document-parser";
+import { htmlToText } from "../../src/features/knowledge-bases/parsing/markup";
+import { docxBomb, makeZip, pdfWithFlateStream } from "./hostile-files";
+import { makeDocx, makePdf } from "./documents";
 
 const ID = "0123456789abcdef01234567";
 
@@ -212,5 +218,171 @@ describe("knowledge bases: the SDK's find_documents filters and apify_key", () =
     for (const text of responses) expect(text).not.toContain(canary);
     const stored = await env.FILES.list({ prefix: `knowledge-bases/${kb}/`, include: ["customMetadata"] });
     expect(JSON.stringify(stored.objects.map((o) => o.customMetadata))).not.toContain(canary);
+  });
+});
+
+const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+const MiB = 1024 * 1024;
+
+/** Uploads a file and answers its document as `GET .../documents` lists it. */
+async function uploadAndList(key: string, kb: string, name: string, mime: string, content: string | Uint8Array): Promise<Body> {
+  const res = await post(`/v1/knowledge-base/${kb}/index`, key, fileData(name, mime, content));
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  const id = (res.body.document_ids as string[])[0];
+  const docs = (await send(`/v1/knowledge-base/${kb}/documents`, key)).body.documents as Body[];
+  return docs.find((d) => d._id === id) as Body;
+}
+
+/** Another organization's knowledge base, ready to be queried while a hostile file is read. */
+async function bystander(): Promise<() => Promise<number>> {
+  const other = await seedOrg();
+  const kb = await createKb(other.owner.apiKey);
+  await indexText(other.owner.apiKey, kb, "tides.txt", "Tides follow the moon around the harbour.");
+  return async () => {
+    const res = await query(other.owner.apiKey, kb, { queries: ["harbour tides"] });
+    expect(res.items.length).toBe(1);
+    return res.status;
+  };
+}
+
+describe("knowledge bases: hostile files (decompression bombs, nesting, runaway parsing)", () => {
+  it("stops a DOCX whose zip header under-declares its document at the inflation limit, while other requests answer", async () => {
+    const owner = await seedOrg();
+    const key = owner.owner.apiKey;
+    const kb = await createKb(key);
+    const earlier = await indexText(key, kb, "keep.txt", "Lighthouses guide ships past the reef.");
+    const otherQuery = await bystander();
+    // Inflates to 160 MiB; the headers claim 1,000 bytes.
+    const bomb = docxBomb(160 * MiB, 1000);
+    expect(bomb.length).toBeLessThan(2 * MiB);
+    const [doc, openapi, other] = await Promise.all([uploadAndList(key, kb, "bomb.docx", DOCX, bomb), call("/openapi.json"), otherQuery()]);
+    expect(doc).toMatchObject({
+      status: "failed",
+      error: "the DOCX file inflates past 33554432 bytes (word/document.xml); Loom reads at most 33554432 bytes from an archive, whatever its headers declare",
+    });
+    expect(openapi.status).toBe(200);
+    expect(other).toBe(200);
+    // Nothing stored before is lost; the refused original is kept with its document.
+    expect((await query(key, kb, { queries: ["lighthouses reef"] })).items[0].document_id).toBe(earlier);
+    expect(await env.FILES.head(`knowledge-bases/${kb}/${String(doc._id)}/original`)).not.toBeNull();
+  });
+
+  it("refuses a zip entry past the compression ratio, and an archive listing too many entries", async () => {
+    const owner = await seedOrg();
+    const key = owner.owner.apiKey;
+    const kb = await createKb(key);
+    const ratio = await uploadAndList(key, kb, "ratio.docx", DOCX, docxBomb(20 * MiB, 20 * MiB));
+    expect(ratio).toMatchObject({ status: "failed", error: "the DOCX file's word/document.xml inflates to more than 100 times its compressed size; Loom reads at most 100:1" });
+    const empty = new Uint8Array(0);
+    const crowded = makeZip(Array.from({ length: 10_001 }, (_, i) => ({ name: `part${i}.xml`, data: empty, method: 0 as const, declaredSize: 0 })));
+    const many = await uploadAndList(key, kb, "crowded.docx", DOCX, crowded);
+    expect(many).toMatchObject({ status: "failed", error: "the DOCX file's archive lists 10001 entries; Loom reads archives of at most 10000" });
+  });
+
+  it("stops a PDF whose FlateDecode stream decodes past the per-stream limit, while other requests answer", async () => {
+    const owner = await seedOrg();
+    const key = owner.owner.apiKey;
+    const kb = await createKb(key);
+    const otherQuery = await bystander();
+    const bomb = pdfWithFlateStream(64 * MiB);
+    expect(bomb.length).toBeLessThan(MiB);
+    const [doc, openapi, other] = await Promise.all([uploadAndList(key, kb, "bomb.pdf", "application/pdf", bomb), call("/openapi.json"), otherQuery()]);
+    expect(doc).toMatchObject({ status: "failed", error: "the PDF file holds a stream that decodes past 16777216 bytes; Loom decodes at most 16777216 bytes per stream" });
+    expect(openapi.status).toBe(200);
+    expect(other).toBe(200);
+  });
+
+  it("stops a PDF whose pages decode the same stream again and again at the per-document limit", async () => {
+    const owner = await seedOrg();
+    const kb = await createKb(owner.owner.apiKey);
+    // 9 pages x 15 MiB: each stream is under its limit, the document is not.
+    const doc = await uploadAndList(owner.owner.apiKey, kb, "pages.pdf", "application/pdf", pdfWithFlateStream(15 * MiB, 9));
+    expect(doc).toMatchObject({ status: "failed", error: "the PDF file's streams decode past 134217728 bytes; Loom decodes at most 134217728 bytes per document" });
+  });
+
+  it("fails a deeply nested JSON file with its reason instead of a 500, and caps text that CSV or JSON would multiply", async () => {
+    const owner = await seedOrg();
+    const key = owner.owner.apiKey;
+    const kb = await createKb(key);
+    const nested = await uploadAndList(key, kb, "deep.json", "application/json", "[".repeat(200_000) + "]".repeat(200_000));
+    expect(nested).toMatchObject({ status: "failed", error: "the JSON file nests 200000 levels deep; Loom reads at most 64" });
+    const objects = await uploadAndList(key, kb, "deep-objects.json", "application/json", '{"a":'.repeat(65) + "1" + "}".repeat(65));
+    expect(objects).toMatchObject({ status: "failed", error: "the JSON file nests 65 levels deep; Loom reads at most 64" });
+    // A 100-character header repeated on 2,000 columns of 1,000 empty rows: 2 MB in, ~200 MB of text out.
+    const header = Array.from({ length: 2000 }, (_, i) => `${"column".padEnd(96, "x")}${i}`).join(",");
+    const csv = await uploadAndList(key, kb, "wide.csv", "text/csv", `${header}\n${`${",".repeat(1999)}x\n`.repeat(1000)}`);
+    expect(csv).toMatchObject({ status: "failed", error: "the CSV file gives more than 33554432 characters of text; Loom reads at most 33554432" });
+    // One 100 KB key over 50,000 leaves: every line repeats the key.
+    const json = await uploadAndList(key, kb, "paths.json", "application/json", JSON.stringify({ ["k".repeat(100_000)]: new Array(50_000).fill(0) }));
+    expect(json).toMatchObject({ status: "failed", error: "the JSON file gives more than 33554432 characters of text; Loom reads at most 33554432" });
+    expect(await indexText(key, kb, "fine.json", JSON.stringify({ a: { b: [1, 2] } }), undefined, "application/json")).toMatch(/^[0-9a-f]{24}$/);
+  });
+
+  it("answers 400 to deeply nested custom metadata instead of a 500, and leaves no document behind", async () => {
+    const owner = await seedOrg();
+    const key = owner.owner.apiKey;
+    const kb = await createKb(key);
+    // Small enough for the 16 KB size limit, deep enough to overflow structured clone on the way to the index.
+    const deep = JSON.parse(`${'{"a":'.repeat(2600)}1${"}".repeat(2600)}`) as Body;
+    const res = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("n.txt", "text/plain", "Nested metadata text.", deep));
+    expect(res).toEqual({ status: 400, body: { status: "failed", error: "file_data.custom_metadata: must nest at most 32 levels" } });
+    expect((await send(`/v1/knowledge-base/${kb}/documents`, key)).body.documents).toEqual([]);
+    const fine = JSON.parse(`${'{"a":'.repeat(32)}1${"}".repeat(32)}`) as Body;
+    expect((await post(`/v1/knowledge-base/${kb}/index`, key, fileData("n.txt", "text/plain", "Nested metadata text.", fine))).status).toBe(200);
+  });
+
+  it("reads markup full of unclosed tags and comments in one pass", async () => {
+    const owner = await seedOrg();
+    const key = owner.owner.apiKey;
+    const kb = await createKb(key);
+    const html = `<p>Visible harbour words</p>${"<script>".repeat(200_000)}${"<!--".repeat(200_000)}`;
+    expect(await uploadAndList(key, kb, "tags.html", "text/html", html)).toMatchObject({ status: "ready", chunkCount: 1 });
+    expect((await query(key, kb, { queries: ["harbour"] })).items[0].text).toBe("Visible harbour words");
+    expect(htmlToText("<".repeat(300_000))).toHaveLength(300_000);
+    const runs = makeDocx("Title", ["Body text."]);
+    const unclosed = await extractText("docx", makeZip([{ name: "word/document.xml", data: new TextEncoder().encode(`<w:p><w:r><w:t>Kept</w:t></w:r></w:p><w:p>${"<w:t x".repeat(200_000)}</w:p>`), method: 0, declaredSize: 0 }]));
+    expect(unclosed.pages).toEqual(["Kept"]);
+    expect((await extractText("docx", runs)).pages).toEqual(["# Title\n\nBody text."]);
+  });
+
+  it("reads PDF and zip-based files in a Dynamic Worker with a CPU budget, and applies the same limits without one", async () => {
+    expect(parserPlacement(env, "pdf")).toBe("loader");
+    expect(parserPlacement(env, "docx")).toBe("loader");
+    expect(parserPlacement(env, "json")).toBe("inline");
+    expect(parserPlacement({ ...env, LOADER: undefined }, "pdf")).toBe("inline");
+    expect(parseCpuMs(env)).toBe(30_000);
+    expect(parseCpuMs({ ...env, KB_PARSE_CPU_MS: "5000" })).toBe(5000);
+    expect(parseCpuMs({ ...env, KB_PARSE_CPU_MS: "99999999" })).toBe(300_000);
+    // The route reads through the loader: one isolate per organization, named by the parser build.
+    const asked: string[] = [];
+    const loader = env.LOADER as WorkerLoader;
+    const recording: WorkerLoader = { get: (name, code) => (asked.push(String(name)), loader.get(name, code)), load: (code) => loader.load(code) };
+    expect(await readDocumentText({ ...env, LOADER: recording }, "org-a", "docx", makeDocx("Title", ["Body."]))).toEqual({ pages: ["# Title\n\nBody."] });
+    expect(asked).toEqual([expect.stringMatching(/^loom-parser-[0-9a-f]{16}-org-a$/)]);
+    // An isolate stopped by its budget fails the document with that reason.
+    const stopped = { getEntrypoint: () => ({ fetch: () => Promise.reject(new Error("Worker exceeded CPU time limit.")) }) } as unknown as WorkerStub;
+    const overBudget: WorkerLoader = { get: () => stopped, load: () => stopped };
+    await expect(readDocumentText({ ...env, LOADER: overBudget, KB_PARSE_CPU_MS: "2000" }, "org-a", "pdf", makePdf(["x"]))).rejects.toThrow(
+      "the PDF file could not be read within the parser's limits (2000 ms of CPU, KB_PARSE_CPU_MS; 128 MB of memory)",
+    );
+    // Without a loader the same limits hold in the Worker.
+    await expect(extractText("docx", docxBomb(160 * MiB, 1000))).rejects.toThrow("the DOCX file inflates past 33554432 bytes (word/document.xml)");
+    await expect(extractText("pdf", pdfWithFlateStream(64 * MiB))).rejects.toThrow("the PDF file holds a stream that decodes past 16777216 bytes");
+  });
+
+  it("answers 502 with the reason when arXiv's PDF is a decompression bomb", async () => {
+    const owner = await seedOrg();
+    const kb = await createKb(owner.owner.apiKey);
+    const auth = { userId: owner.owner.userId, orgId: owner.orgId, role: "owner" as const, via: "api_key" as const };
+    const feed = `<feed><entry><title>Bombs</title><summary>Abstract.</summary><author><name>A</name></author></entry></feed>`;
+    const net = async (input: Request | string | URL) => {
+      const url = String(input instanceof Request ? input.url : input);
+      return url.startsWith("https://export.arxiv.org/") ? new Response(feed) : new Response(pdfWithFlateStream(64 * MiB));
+    };
+    await expect(indexIntoKnowledgeBase(env, auth, kb, { arxiv: "2101.00001", config: {} }, { fetch: net })).rejects.toMatchObject({
+      code: "provider_failed",
+      message: "arXiv's PDF of 2101.00001 could not be read: the PDF file holds a stream that decodes past 16777216 bytes; Loom decodes at most 16777216 bytes per stream",
+    });
+    expect((await send(`/v1/knowledge-base/${kb}/documents`, owner.owner.apiKey)).body.documents).toEqual([]);
   });
 });

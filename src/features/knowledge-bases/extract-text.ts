@@ -1,10 +1,15 @@
-import { unzipSync } from "fflate";
 import { badRequest } from "../../lib/errors";
+import { csvToText, jsonToText } from "./parsing/data-text";
+import { docxToText } from "./parsing/docx-text";
+import { htmlToText } from "./parsing/markup";
+import { ExtractionError } from "./parsing/parse-limits";
 
 /**
  * Text extraction for the file types Loom reads. `detectFileType` decides (and refuses unknown
  * types with a 400 naming them) before anything is stored; `extractText` may then fail on a
- * corrupt file, which fails only that document.
+ * corrupt file or one past PARSE_LIMITS (parsing/parse-limits.ts), which fails only that document.
+ * A zip-based kind (DOCX; any later XLSX, PPTX, ODT ...) opens its archive only through
+ * parsing/zip-reader.ts and is listed in ISOLATED_KINDS (parsing/document-parser.ts).
  */
 export type FileKind = "text" | "markdown" | "html" | "csv" | "json" | "pdf" | "docx";
 
@@ -12,8 +17,6 @@ export interface ExtractedText {
   /** One entry per page for paged formats (PDF), else one entry. */
   pages: string[];
 }
-
-export class ExtractionError extends Error {}
 
 const BY_MIME: Record<string, FileKind> = {
   "text/plain": "text",
@@ -78,130 +81,10 @@ function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
-const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " " };
-
-export function decodeEntities(text: string): string {
-  return text.replace(/&(#x[0-9a-f]{1,6}|#\d{1,7}|[a-z]{2,8});/gi, (whole, name: string) => {
-    if (name[0] === "#") {
-      const code = name[1] === "x" || name[1] === "X" ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
-      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
-    }
-    return ENTITIES[name.toLowerCase()] ?? whole;
-  });
-}
-
-/** Visible text of an HTML page: scripts and styles dropped, block elements become line breaks. */
-export function htmlToText(html: string): string {
-  const withoutHidden = html.replace(/<(script|style|noscript|template)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, " ").replace(/<!--[\s\S]*?-->/g, " ");
-  const headings = withoutHidden.replace(/<h([1-6])\b[^>]*>/gi, (_m, level: string) => `\n\n${"#".repeat(Number(level))} `).replace(/<\/h[1-6]\s*>/gi, "\n\n");
-  const blocks = headings.replace(/<\/?(p|div|br|li|tr|section|article|header|footer|ul|ol|table|blockquote|pre)\b[^>]*>/gi, "\n");
-  const text = decodeEntities(blocks.replace(/<[^>]*>/g, " "));
-  return text
-    .split("\n")
-    .map((line) => line.replace(/[ \t\f\v]+/g, " ").trim())
-    .join("\n")
-    .replace(/\n{3,}/g, "\n\n")
-    .trim();
-}
-
-/** Splits CSV text into rows of fields (RFC 4180 quoting). */
-export function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (ch === '"') quoted = false;
-      else field += ch;
-    } else if (ch === '"' && field === "") quoted = true;
-    else if (ch === ",") {
-      row.push(field);
-      field = "";
-    } else if (ch === "\n" || ch === "\r") {
-      if (ch === "\r" && text[i + 1] === "\n") i++;
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = "";
-    } else field += ch;
-  }
-  if (field !== "" || row.length) {
-    row.push(field);
-    rows.push(row);
-  }
-  return rows.filter((r) => r.some((f) => f.trim() !== ""));
-}
-
-/** Each CSV row becomes one line of `column: value` pairs, so a row is a searchable unit. */
-function csvToText(text: string): string {
-  const rows = parseCsv(text);
-  if (rows.length === 0) return "";
-  const header = rows[0];
-  return rows
-    .slice(1)
-    .map((row) => row.map((value, i) => `${header[i] ?? `column ${i + 1}`}: ${value}`).join("; ") + ".")
-    .join("\n\n");
-}
-
-/** JSON becomes `path: value` lines, one per leaf. */
-function jsonToText(text: string): string {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new ExtractionError("the file is not valid JSON");
-  }
-  const lines: string[] = [];
-  const walk = (node: unknown, path: string) => {
-    if (lines.length > 200_000) return;
-    if (Array.isArray(node)) node.forEach((item, i) => walk(item, `${path}[${i}]`));
-    else if (node && typeof node === "object") for (const [k, v] of Object.entries(node)) walk(v, path ? `${path}.${k}` : k);
-    else lines.push(`${path || "value"}: ${String(node)}`);
-  };
-  walk(value, "");
-  return lines.join("\n");
-}
-
-/** DOCX is a zip; its body is word/document.xml, paragraphs `<w:p>` holding text runs `<w:t>`. */
-function docxToText(bytes: Uint8Array): string {
-  let files: Record<string, Uint8Array>;
-  try {
-    files = unzipSync(bytes, { filter: (file) => file.name === "word/document.xml" && file.originalSize < 64 * 1024 * 1024 });
-  } catch {
-    throw new ExtractionError("the DOCX file is corrupt (not a readable zip archive)");
-  }
-  const xml = files["word/document.xml"];
-  if (!xml) throw new ExtractionError("the DOCX file has no word/document.xml");
-  const body = decodeUtf8(xml);
-  const paragraphs: string[] = [];
-  for (const para of body.split(/<\/w:p>/)) {
-    const heading = /<w:pStyle w:val="(?:Heading|heading|Title)(\d?)"/.exec(para);
-    const runs: string[] = [];
-    for (const match of para.matchAll(/<w:t(?:\s[^>]*)?>([^<]*)<\/w:t>|<w:tab\/>|<w:br\/>/g)) runs.push(match[1] !== undefined ? decodeEntities(match[1]) : match[0] === "<w:tab/>" ? "\t" : "\n");
-    const text = runs.join("").trim();
-    if (!text) continue;
-    paragraphs.push(heading ? `${"#".repeat(Math.max(1, Number(heading[1] || "1")))} ${text}` : text);
-  }
-  return paragraphs.join("\n\n");
-}
-
-async function pdfToPages(bytes: Uint8Array): Promise<string[]> {
-  const { extractText, getDocumentProxy } = await import("unpdf");
-  try {
-    const pdf = await getDocumentProxy(bytes.slice());
-    const { text } = await extractText(pdf, { mergePages: false });
-    return text.map((page) => page.replace(/[ \t]+/g, " ").trim());
-  } catch (error) {
-    const detail = error instanceof Error ? error.message : "unreadable";
-    throw new ExtractionError(`the PDF file is corrupt or unreadable (${detail})`);
-  }
-}
-
+/**
+ * Reads a file's text. Pure and bounded by PARSE_LIMITS; the caller decides where it runs
+ * (parsing/document-parser.ts puts PDF and zip-based files in their own isolate).
+ */
 export async function extractText(kind: FileKind, bytes: Uint8Array): Promise<ExtractedText> {
   switch (kind) {
     case "text":
@@ -215,7 +98,10 @@ export async function extractText(kind: FileKind, bytes: Uint8Array): Promise<Ex
       return { pages: [jsonToText(decodeUtf8(bytes))] };
     case "docx":
       return { pages: [docxToText(bytes)] };
-    case "pdf":
+    case "pdf": {
+      // Loaded on first use: pdf.js is large, and most isolates never read a PDF.
+      const { pdfToPages } = await import("./parsing/pdf-text");
       return { pages: await pdfToPages(bytes) };
+    }
   }
 }

@@ -9,7 +9,9 @@ import type { FetchFunction } from "../../lib/egress";
 import { auditInsert } from "../audit/audit.service";
 import type { ChunkInput, IngestResult } from "../../durable-objects/knowledge-base-index";
 import { chunkText } from "./chunker";
-import { detectFileType, extractText, ExtractionError, KIND_MIME } from "./extract-text";
+import { detectFileType, KIND_MIME } from "./extract-text";
+import { readDocumentText } from "./parsing/document-parser";
+import { ExtractionError } from "./parsing/parse-limits";
 import { indexStub } from "./durable-object-vector-index";
 import { markDocumentIndexed } from "./documents.repository";
 import { writableKnowledgeBase } from "./knowledge-bases.service";
@@ -57,7 +59,7 @@ function decodeRawBytes(raw: string): Uint8Array {
   }
 }
 
-async function prepareFile(fileData: NonNullable<IndexInput["file_data"]>): Promise<PreparedDocument> {
+async function prepareFile(env: Env, orgId: string, fileData: NonNullable<IndexInput["file_data"]>): Promise<PreparedDocument> {
   const bytes = decodeRawBytes(fileData.file.raw_bytes);
   if (bytes.length === 0) throw badRequest("file_data.file.raw_bytes: the file is empty");
   if (bytes.length > MAX_FILE_BYTES) throw new AppError("payload_too_large", `file_data.file.raw_bytes: the file exceeds ${MAX_FILE_BYTES} bytes`);
@@ -74,8 +76,9 @@ async function prepareFile(fileData: NonNullable<IndexInput["file_data"]>): Prom
     customMetadata: fileData.custom_metadata ?? {},
     extraMetadata: {},
   };
+  // A file that is corrupt or past a parsing limit fails only its own document, kept with the reason.
   try {
-    return { ...base, pages: (await extractText(kind, bytes)).pages };
+    return { ...base, pages: (await readDocumentText(env, orgId, kind, bytes)).pages };
   } catch (error) {
     if (error instanceof ExtractionError) return { ...base, error: error.message };
     throw error;
@@ -105,15 +108,16 @@ export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: 
   if (config.enrichment_tasks && config.enrichment_tasks.length > 0) throw badRequest("config.enrichment_tasks: Loom does not run enrichment tasks yet; send an empty list");
   const settings = chunkSettings(kb, config);
 
+  const readPdf = async (bytes: Uint8Array): Promise<string[]> => (await readDocumentText(env, auth.orgId, "pdf", bytes)).pages;
   const refs: [string, string | undefined, (ref: string, f?: FetchFunction) => Promise<SourceDocument>][] = [
     ["encyclopedia", input.encyclopedia ?? input.wikipedia, fetchWikipedia],
     ["video", input.video ?? input.youtube, fetchYoutube],
-    ["preprint", input.preprint ?? input.arxiv, fetchArxiv],
+    ["preprint", input.preprint ?? input.arxiv, (ref, f) => fetchArxiv(ref, f, readPdf)],
   ];
   if (!input.file_data && refs.every(([, ref]) => !ref)) throw badRequest("give file_data, encyclopedia, video or preprint to index");
 
   const prepared: PreparedDocument[] = [];
-  if (input.file_data) prepared.push(await prepareFile(input.file_data));
+  if (input.file_data) prepared.push(await prepareFile(env, auth.orgId, input.file_data));
   for (const [, ref, fetchSource] of refs) if (ref) prepared.push(fromSource(await fetchSource(ref, deps.fetch)));
 
   const ids: string[] = [];

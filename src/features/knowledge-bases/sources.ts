@@ -1,7 +1,8 @@
 import { badRequest, AppError } from "../../lib/errors";
 import { guardedFetch, type FetchFunction } from "../../lib/egress";
 import { checkUrl } from "../../lib/ssrf-guard";
-import { decodeEntities, extractText } from "./extract-text";
+import { decodeEntities } from "./parsing/markup";
+import { ExtractionError } from "./parsing/parse-limits";
 
 /**
  * The outside sources a knowledge base can index: an encyclopedia article (Wikipedia), a video's
@@ -143,7 +144,10 @@ function atomField(entry: string, tag: string): string | undefined {
   return match ? decodeEntities(match[1]).replace(/\s+/g, " ").trim() : undefined;
 }
 
-export async function fetchArxiv(ref: string, fetchImpl?: FetchFunction): Promise<SourceDocument> {
+/** Reads a PDF's pages (under the parser's limits); throws ExtractionError when it cannot. */
+export type PdfReader = (bytes: Uint8Array) => Promise<string[]>;
+
+export async function fetchArxiv(ref: string, fetchImpl: FetchFunction | undefined, readPdf: PdfReader): Promise<SourceDocument> {
   const id = parseArxivRef(ref);
   const options = { allowHosts: ARXIV_HOSTS, timeoutMs: TIMEOUT_MS, fetch: fetchImpl };
   const feed = await guardedFetch(`https://export.arxiv.org/api/query?id_list=${encodeURIComponent(id)}`, { ...options, maxBytes: MAX_JSON_BYTES });
@@ -157,7 +161,14 @@ export async function fetchArxiv(ref: string, fetchImpl?: FetchFunction): Promis
   const published = atomField(entry, "published");
   const pdf = await guardedFetch(`https://arxiv.org/pdf/${id}`, { ...options, maxBytes: MAX_PDF_BYTES });
   if (pdf.status !== 200) throw new AppError("provider_failed", `arXiv answered ${pdf.status} for the PDF of ${id}`);
-  const body = await extractText("pdf", pdf.body);
+  let pages: string[];
+  try {
+    pages = await readPdf(pdf.body);
+  } catch (error) {
+    // arXiv's file, not the caller's request, is at fault: a failing outside source.
+    if (error instanceof ExtractionError) throw new AppError("provider_failed", `arXiv's PDF of ${id} could not be read: ${error.message}`);
+    throw error;
+  }
   const url = `https://arxiv.org/abs/${id}`;
   const head = `# ${title}\n\n## Abstract\n\n${summary}`;
   return {
@@ -165,7 +176,7 @@ export async function fetchArxiv(ref: string, fetchImpl?: FetchFunction): Promis
     name: title,
     url,
     mimeType: "application/pdf",
-    pages: [head, ...body.pages],
+    pages: [head, ...pages],
     metadata: { title, url, arxiv_id: id, authors, ...(published ? { published } : {}) },
   };
 }
