@@ -1,9 +1,11 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import micropython from "../../src/sandbox/generated/micropython.wasm";
 import { LoomBridgeRefused, loadMicroPython } from "../../src/sandbox/generated/micropython.mjs";
 import { HostRefused } from "../../src/sandbox/host-calls";
 import { micropythonImports } from "../../src/sandbox/micropython-imports";
+import { runSandboxed, sandboxLimits } from "../../src/sandbox/sandbox";
 import { seedOrg } from "../helpers";
 import { placedAt } from "./fixtures";
 
@@ -212,3 +214,24 @@ const JS_FFI = [
   "proxy_convert_mp_to_js_then_js_to_mp_obj_jsside",
   "store_attr",
 ];
+
+describe("transformations: one Dynamic Worker per organization", () => {
+  const task = (source: string) =>
+    ({ kind: "run", language: "javascript", source, functionName: "f", inputsJson: "{}", limits: sandboxLimits(env) }) as const;
+
+  it("never sends two organizations' runs to the same isolate, and keeps each organization's own", async () => {
+    const asked: string[] = [];
+    const loader = env.LOADER as WorkerLoader;
+    const recording: WorkerLoader = { get: (name, code) => (asked.push(String(name)), loader.get(name, code)), load: (code) => loader.load(code) };
+    const placed = { ...env, LOADER: recording };
+    const ok = { ok: true, outputJson: '{"y":1}' };
+    expect(await runSandboxed(placed, task("function f() { return { y: 1 }; }"), "org-a")).toMatchObject(ok);
+    expect(await runSandboxed(placed, task("function f() { return { y: 1 }; }"), "org-b")).toMatchObject(ok);
+    expect(await runSandboxed(placed, task("function f() { return { y: 1 }; }"), "org-a")).toMatchObject(ok);
+    const [a, b, again] = asked;
+    expect(a).toMatch(/^loom-sandbox-[0-9a-f]{16}-javascript-org-a-\d+$/);
+    expect(b).toMatch(/-org-b-/);
+    expect(a).not.toBe(b);
+    expect(again).toBe(a);
+  });
+});

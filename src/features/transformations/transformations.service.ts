@@ -54,7 +54,7 @@ function sandboxError(outcome: Extract<SandboxOutcome, { ok: false }>): AppError
  */
 async function runMetered(env: Env, auth: AuthContext, task: SandboxTask): Promise<SandboxOutcome> {
   await enforceLimit(env.SANDBOX_LIMITER, `sandbox:${auth.orgId}`, "your organization has started too many transformation runs this minute; wait a minute and try again");
-  return runSandboxed(env, task);
+  return runSandboxed(env, task, auth.orgId);
 }
 
 function schemaOrThrow(schema: IoSchema, field: string) {
