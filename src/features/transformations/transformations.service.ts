@@ -7,7 +7,8 @@ import { newId } from "../../lib/ids";
 import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
 import { runSandboxed, sandboxLimits } from "../../sandbox/sandbox";
 import type { SandboxOutcome } from "../../sandbox/sandbox.types";
-import { compileIoSchema, validateAgainst, type IoSchema } from "./io-schema";
+import { compileIoSchema, type IoSchema } from "./io-schema";
+import { validateAgainst } from "./schema-validate";
 import type { TransformationCreateInput } from "./transformations.schemas";
 
 const WHAT = "transformation";
