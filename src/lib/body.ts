@@ -1,5 +1,6 @@
 import { AppError, badRequest } from "./errors";
 import { toBase64 } from "./crypto";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth";
 
 /** Largest request body Loom reads, in bytes. Larger bodies answer 413. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -70,12 +71,21 @@ function setPath(target: Json, dotted: string, value: unknown): void {
   else node[last] = [existing, value];
 }
 
+/** JSON.parse, or undefined when the text is not JSON or nests deeper than MAX_JSON_DEPTH. */
 export function tryParseJson(text: string): unknown {
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     return undefined;
   }
+  return nestsDeeperThan(parsed, MAX_JSON_DEPTH) ? undefined : parsed;
+}
+
+/** Refuses a body nested deeper than MAX_JSON_DEPTH, whatever its encoding (dotted form names nest too). */
+function boundedDepth(body: Json): Json {
+  if (nestsDeeperThan(body, MAX_JSON_DEPTH)) throw badRequest(`request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  return body;
 }
 
 /**
@@ -135,12 +145,16 @@ export async function parseRequestBody(request: Request): Promise<Json> {
     } catch {
       throw badRequest("request body is not valid form data");
     }
-    return formToObject(form);
+    return boundedDepth(await formToObject(form));
   }
   const text = new TextDecoder().decode(buffer);
   if (text.trim() === "") return {};
-  const parsed = tryParseJson(text);
-  if (parsed === undefined) throw badRequest("request body is not valid JSON");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw badRequest("request body is not valid JSON");
+  }
   if (!isPlainObject(parsed)) throw badRequest("request body must be a JSON object");
-  return withoutNullMembers(parsed) as Json;
+  return withoutNullMembers(boundedDepth(parsed)) as Json;
 }

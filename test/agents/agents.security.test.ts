@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, seedOrg } from "../helpers";
+import { bearer, call, form, json, seedOrg } from "../helpers";
 import { addAgent, get, send } from "./agents-helpers";
 
 describe("agents: security", () => {
@@ -45,6 +45,27 @@ describe("agents: security", () => {
     expect(status).toBe(404);
     const [, shared] = await send("/agents/shared", theirs.owner.token, "POST");
     expect(shared).toEqual([]);
+  });
+
+  it("a config nested past 64 levels is a 4xx in every encoding, and nothing is stored", async () => {
+    const org = await seedOrg();
+    const t = org.owner.token;
+    const deep = `${"[".repeat(10_000)}${"]".repeat(10_000)}`;
+    const asJson = await call("/agents/add", { method: "POST", headers: { "content-type": "application/json", ...bearer(t) }, body: `{"name":"deep-json","description":"x","config":{"a":${deep}}}` });
+    expect(asJson.status).toBe(400);
+    expect(await asJson.json()).toEqual({ detail: "request body nests deeper than 64 levels" });
+    // The same config as JSON text in a form field, and as dotted form names.
+    const asText = await call("/agents/add", form({ name: "deep-text", description: "x", config: `{"a":${deep}}` }, bearer(t)));
+    expect(asText.status).toBe(422);
+    expect(((await asText.json()) as { detail: { loc: unknown[] }[] }).detail[0].loc).toEqual(["body", "config"]);
+    const dotted = await call("/agents/add", form({ name: "deep-dotted", description: "x", [`config${".a".repeat(100)}`]: "1" }, bearer(t)));
+    expect(dotted.status).toBe(400);
+    expect(await dotted.json()).toEqual({ detail: "request body nests deeper than 64 levels" });
+    // Up to the limit is fine.
+    const ok = await call("/agents/add", json({ name: "deep-ok", description: "x", config: JSON.parse(`${"{\"a\":".repeat(60)}1${"}".repeat(60)}`) }, bearer(t)));
+    expect(ok.status).toBe(200);
+    const [, mine] = await get("/agents/my", t);
+    expect((mine as { name: string }[]).map((a) => a.name)).toEqual(["deep-ok"]);
   });
 
   it("agent routes need a credential", async () => {

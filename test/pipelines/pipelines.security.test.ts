@@ -163,4 +163,22 @@ describe("pipelines: security", () => {
       body: { status: "failed", error: `node gate: approver ${stranger.owner.userId} is not a user of your organization` },
     });
   });
+
+  it("scans templates full of braces for references in one pass, finding what the old regex found", async () => {
+    const org = await seedOrg();
+    // /\{\{([^}]*)\}\}/g retried from every "{": quadratic, about 2 s of CPU for this 1 MB definition.
+    const braces = "{".repeat(32 * 1024 - 16);
+    const texts = Array.from({ length: 28 }, (_, i) => ({ id: `t${i}`, type: "text", config: { text: braces } }));
+    const definition = {
+      nodes: [{ id: "in", type: "input", config: { name: "q", type: "text" } }, ...texts, { id: "out", type: "output", config: { name: "answer", value: "{{t0}}" } }],
+      edges: [...texts.map((t) => ({ source: "in", target: t.id })), { source: "t0", target: "out" }],
+    };
+    expect((await send(org.owner.apiKey, "POST", "/v1/pipeline", { name: "braces", ...definition })).status).toBe(200);
+    // The same scan still finds and names a malformed reference among the braces.
+    texts[5].config.text = `{{in + 1}}${braces}`;
+    expect(await send(org.owner.apiKey, "POST", "/v1/pipeline", { name: "braces-bad", ...definition })).toEqual({
+      status: 400,
+      body: { status: "failed", error: `node t5: config.text: "{{in + 1}}" is not a valid reference (use {{node_id}} or {{node_id.output}})` },
+    });
+  });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { env } from "cloudflare:test";
 import { bearer, call, callWith, json, seedOrg, type Member } from "../helpers";
-import { create, createDoubleJs, createDoublePy, get, list, remove, run } from "./fixtures";
+import { create, createDoubleJs, createDoublePy, createRaw, get, list, remove, run, runRaw, uniqueName } from "./fixtures";
 
 const BUDGET = "transformation exceeded its instruction budget";
 const MEMORY = "transformation exceeded its memory limit";
@@ -199,5 +199,99 @@ describe("transformations: hostile type names", () => {
     const id = await create(org.owner, { function_name: "", function: "def outer(x):\n    def inner(y):\n        return y\n    return {'y': inner(x)}\n" });
     expect((await (await get(org.owner, `id=${id}`)).json()) as { object: { function_name: string } }).toMatchObject({ object: { function_name: "outer" } });
     expect((await run(org.owner, id, { x: 1 })).body).toEqual({ status: "success", result: { y: 1 } });
+  });
+});
+
+/** Creation must fail with `error`, and leave nothing under that name. */
+async function expectSchemaRefused(member: Member, schemas: { input_schema?: unknown; output_schema?: unknown }, error: string | RegExp) {
+  const name = uniqueName("refused");
+  const response = await createRaw(member, { name, function_name: "f", function: "def f(**kw):\n    return {}\n", ...schemas });
+  const body = (await response.json()) as { status: string; error: string };
+  expect(response.status, JSON.stringify(body)).toBe(400);
+  if (typeof error === "string") expect(body.error).toBe(error);
+  else expect(body.error).toMatch(error);
+  expect((await get(member, `name=${name}`)).status).toBe(404);
+}
+
+function nested(depth: number): Record<string, unknown> {
+  let value: Record<string, unknown> = {};
+  for (let i = 0; i < depth; i++) value = { a: value };
+  return value;
+}
+
+const TOO_MUCH = "inputs: checking this value against the schema would take too much work; simplify the schema or send a smaller value";
+
+describe("transformations: user schemas cannot make the API Worker work without bound", () => {
+  it("matches a catastrophic pattern in linear time: 10,000 characters get their answer", async () => {
+    const org = await seedOrg();
+    const evil = "^(a+)+$";
+    const id = await create(org.owner, {
+      function_name: "f",
+      function: "def f(**kw):\n    return {'n': len(kw)}\n",
+      input_schema: { type: "object", properties: { s: { type: "string", pattern: evil } }, patternProperties: { [evil]: { type: "number" } }, propertyNames: { pattern: "^(a+|s)+$" } },
+    });
+    const many = "a".repeat(10_000);
+    expect(await run(org.owner, id, { s: `${many}!` })).toEqual({ status: 400, body: { status: "failed", error: `inputs.s: String does not match pattern "${evil}".` } });
+    expect(await run(org.owner, id, { s: many })).toEqual({ status: 200, body: { status: "success", result: { n: 1 } } });
+    // A property name is matched by the same engine, for patternProperties and propertyNames.
+    expect(await run(org.owner, id, { [many]: "not a number" })).toEqual({ status: 400, body: { status: "failed", error: `inputs.${many}: Instance type "string" is invalid. Expected "number".` } });
+    expect((await run(org.owner, id, { [`${many}!`]: 1 })).body.error).toBe(`inputs.${many}!: String does not match pattern "^(a+|s)+$".`);
+  });
+
+  it("never runs the validator's own backtracking format regexes on user text", async () => {
+    const org = await seedOrg();
+    const id = await create(org.owner, { function_name: "f", function: "def f(u):\n    return {'ok': True}\n", input_schema: { u: { type: "string", format: "url" } } });
+    // The library's `url` regex backtracks exponentially on this; the URL parser answers at once.
+    expect((await run(org.owner, id, { u: `http://${"a".repeat(10_000)}.aa!` })).status).toBe(200);
+    expect(await run(org.owner, id, { u: "not a url" })).toEqual({ status: 400, body: { status: "failed", error: 'inputs.u: String does not match format "url".' } });
+  });
+
+  it("refuses, at creation and naming the field, patterns that cannot run in linear time", async () => {
+    const org = await seedOrg();
+    const linear = /patterns are RE2: no lookarounds or backreferences/;
+    await expectSchemaRefused(org.owner, { input_schema: { s: { type: "string", pattern: "^(?=a)a+$" } } }, new RegExp(`^input_schema\\.s\\.pattern uses syntax Loom does not run \\(${linear.source}\\)`));
+    await expectSchemaRefused(org.owner, { output_schema: { type: "object", properties: { s: { pattern: "(a)\\1" } } } }, /^output_schema\.properties\.s\.pattern uses syntax Loom does not run/);
+    await expectSchemaRefused(org.owner, { input_schema: { s: { pattern: "(?<x>a)\\k<x>" } } }, "input_schema.s.pattern uses syntax Loom does not run (patterns are RE2: no lookarounds or backreferences): \\k");
+    await expectSchemaRefused(org.owner, { input_schema: { type: "object", patternProperties: { "(?<!x)y": true } } }, /^input_schema\.patternProperties: the pattern "\(\?<!x\)y" uses syntax Loom does not run/);
+    // Counted repetition multiplies the program (and its compile time): measured before compiling.
+    const large = "is too large once its repetitions are expanded (at most 2000 RE2 instructions); use smaller repetition counts";
+    await expectSchemaRefused(org.owner, { input_schema: { s: { pattern: "a{1000}".repeat(142) } } }, `input_schema.s.pattern ${large}`);
+    const many = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`f${i}`, { type: "string", pattern: `^${i}` }]));
+    await expectSchemaRefused(org.owner, { input_schema: many }, "input_schema.f32.pattern is one too many: a schema may use at most 32 distinct patterns");
+  });
+
+  it("refuses a $ref that leads back to itself without consuming the value, and stores nothing", async () => {
+    const org = await seedOrg();
+    const loop = 'a $ref leads back to itself without descending into the value (as {"$ref": "#"} does), so it could never be checked';
+    await expectSchemaRefused(org.owner, { input_schema: { $ref: "#" } }, `input_schema: ${loop}`);
+    await expectSchemaRefused(org.owner, { output_schema: { type: "object", $defs: { a: { anyOf: [{ $ref: "#/$defs/b" }] }, b: { not: { $ref: "#/$defs/a" } } }, $ref: "#/$defs/a" } }, `output_schema: ${loop}`);
+    await expectSchemaRefused(org.owner, { input_schema: { type: "object", $ref: "#/$defs/nowhere" } }, 'input_schema.$ref names no schema in this schema ("#/$defs/nowhere")');
+    await expectSchemaRefused(org.owner, { input_schema: { type: "object", $ref: "https://example.com/schema.json" } }, /^input_schema\.\$ref must be "#", "#\/\$defs\/<name>" or "#\/definitions\/<name>"/);
+    // Recursion that descends into the value is fine, to the depth a body may have.
+    const id = await create(org.owner, { function_name: "f", function: "def f(**kw):\n    return {}\n", input_schema: { type: "object", properties: { a: { $ref: "#" } }, additionalProperties: false } });
+    expect((await run(org.owner, id, nested(60))).status).toBe(200);
+    expect((await run(org.owner, id, { a: { a: { b: 1 } } })).body.error).toBe("inputs.a.a.b: False boolean schema.");
+  });
+
+  it("answers 400 before validating when the work would grow past the budget", async () => {
+    const org = await seedOrg();
+    // Both allOf branches lead back through property `a`: the work doubles with every level.
+    const doubling = { type: "object", $defs: { n: { allOf: [{ $ref: "#/$defs/m" }, { $ref: "#/$defs/m" }] }, m: { type: "object", properties: { a: { $ref: "#/$defs/n" } } } }, $ref: "#/$defs/n" };
+    const id = await create(org.owner, { function_name: "f", function: "def f(**kw):\n    return {}\n", input_schema: doubling });
+    expect((await run(org.owner, id, nested(5))).status).toBe(200);
+    expect(await run(org.owner, id, nested(22))).toEqual({ status: 400, body: { status: "failed", error: TOO_MUCH } });
+    const unique = await create(org.owner, { function_name: "f", function: "def f(**kw):\n    return {}\n", input_schema: { list: { type: "array", uniqueItems: true } } });
+    expect(await run(org.owner, unique, { list: Array.from({ length: 20_000 }, (_, i) => i) })).toEqual({ status: 400, body: { status: "failed", error: TOO_MUCH } });
+    expect(await run(org.owner, unique, { list: [1, 2, 1] })).toEqual({ status: 400, body: { status: "failed", error: "inputs.list: Duplicate items at indexes 0 and 2." } });
+  });
+
+  it("answers 400, not 500, to values nested past 64 levels, in inputs or in a function's result", async () => {
+    const org = await seedOrg();
+    const id = await create(org.owner, { function_name: "f", language: "javascript", function: "function f({ depth }) { let v = {}; for (let i = 0; i < depth; i++) v = { a: v }; return { v }; }" });
+    expect((await run(org.owner, id, { depth: 10 })).status).toBe(200);
+    expect(await run(org.owner, id, { depth: 3_000 })).toEqual({ status: 400, body: { status: "failed", error: "outputs nests deeper than 64 levels" } });
+    const response = await runRaw(org.owner, id, nested(5_000));
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({ status: "failed", error: "request body nests deeper than 64 levels" });
   });
 });

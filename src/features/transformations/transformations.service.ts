@@ -9,7 +9,8 @@ import { runSandboxed, sandboxLimits } from "../../sandbox/sandbox";
 import type { SandboxOutcome, SandboxTask } from "../../sandbox/sandbox.types";
 import { enforceLimit } from "../../middleware/limits";
 import { resolveFunctionName } from "./function-name";
-import { compileIoSchema, validateAgainst, type IoSchema } from "./io-schema";
+import { compileIoSchema, type IoSchema } from "./io-schema";
+import { validateAgainst } from "./schema-validate";
 import type { TransformationCreateInput } from "./transformations.schemas";
 
 const WHAT = "transformation";
