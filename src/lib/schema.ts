@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { tryParseJson, withoutNullMembers } from "./body";
 import { ID_PATTERN } from "./ids";
+import { MAX_JSON_DEPTH } from "./json-depth";
 
 /**
  * Field types that accept both JSON values and their form-encoded spellings, so a body sent as
@@ -40,8 +41,12 @@ function fromJsonText(value: unknown): unknown {
 /** An object of declared fields that may arrive as a JSON string in one form field; a field sent as null is not set. */
 export const zJsonObject = <T extends z.ZodType>(schema: T) => z.preprocess((v) => withoutNullMembers(fromJsonText(v)), schema);
 
-/** Nesting a free-form object may have: deeper values overflow the stack of structured clone (RPC) and recursive readers. */
-export const MAX_FREE_OBJECT_DEPTH = 32;
+/**
+ * Nesting a free-form object may have (the same bound as a whole body, for values that arrive
+ * as JSON text in a form field): deeper values overflow the stack of structured clone (RPC)
+ * and recursive readers.
+ */
+export const MAX_FREE_OBJECT_DEPTH = MAX_JSON_DEPTH;
 
 /** Deepest nesting of arrays and objects in a value, counted without recursion; stops once past `limit`. */
 export function nestingDepth(value: unknown, limit: number): number {
