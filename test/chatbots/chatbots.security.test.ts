@@ -183,6 +183,35 @@ describe("chatbots: the public surface", () => {
     expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }))).status).toBe(401);
   });
 
+  it("a members-mode session is re-checked on every request: dropped runners, suspended and deleted members lose it at once", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const [runner, colleague, leaver] = [await org.addMember("member"), await org.addMember("member"), await org.addMember("member")];
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    const owner = bearer(org.owner.token);
+    await app.request("/chatbots/update/access", form({ chatbot_id: id, mode: "members" }, owner));
+    await app.request("/chatbots/update/rbac", form({ chatbot_id: id, runners: JSON.stringify([runner.userId, colleague.userId, leaver.userId]) }, owner));
+    const sessionOf = async (token: string) => ({ "x-visitor-session": String((await body(await app.request(`/chatbots/deployed/${id}/session`, { method: "POST", headers: bearer(token) }))).visitor_session) });
+    const [asRunner, asColleague, asLeaver] = [await sessionOf(runner.token), await sessionOf(colleague.token), await sessionOf(leaver.token)];
+    for (const session of [asRunner, asColleague, asLeaver]) expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, session))).status).toBe(200);
+
+    // Dropped from the runners: the session issued before no longer runs or lists anything.
+    await app.request("/chatbots/update/rbac", form({ chatbot_id: id, runners: JSON.stringify([colleague.userId, leaver.userId]) }, owner));
+    const dropped = await app.request(`/chatbots/deployed/${id}/run`, json({ text: "still here?" }, asRunner));
+    expect(dropped.status).toBe(403);
+    expect(await body(dropped)).toEqual({ detail: "only permitted members of the chatbot's organization may use it" });
+    expect((await app.request(`/chatbots/deployed/${id}/conversations`, { headers: asRunner })).status).toBe(403);
+    expect((await app.request(`/chatbots/deployed/${id}/session`, { method: "POST", headers: bearer(runner.token) })).status).toBe(403);
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, asColleague))).status).toBe(200);
+
+    // Suspended, then deleted: refused at once as well.
+    await call("/admin/users/change", form({ user_id: colleague.userId, suspended: "true" }, owner, "PUT"));
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, asColleague))).status).toBe(401);
+    await call("/admin/users", form({ user_id: leaver.userId }, owner, "DELETE"));
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, asLeaver))).status).toBe(401);
+  });
+
   it("allowed origins: other sites are refused; the rate limit answers 429", async () => {
     const app = chatbotApp();
     const org = await seedOrg();
