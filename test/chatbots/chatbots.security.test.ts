@@ -233,6 +233,31 @@ describe("chatbots: the public surface", () => {
   });
 });
 
+describe("chatbots: hostile uploads", () => {
+  it("invalid base64 in an upload is a 400 in the route's shape on the owner and visitor routes, and nothing is stored", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    const first = await body(await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" })));
+    const visitor = String(first.visitor_session);
+    const file = (raw: string) => ({ type: "file", raw_bytes: raw, metadata: { name: "notes.txt", mime_type: "text/plain", size: 3 } });
+    for (const raw of ["!!!not base64!!!", "YWJj\u0000", "a", "YW=Jj", "%%%", "\ud800"]) {
+      const owner = await app.request(`/v1/chatbot/${id}/upload`, json({ file: file(raw) }, bearer(org.owner.apiKey)));
+      expect([owner.status, await body(owner)], raw).toEqual([400, { status: "failed", error: "file: must be base64 text or a file part" }]);
+      const anonymous = await app.request("/chatbots/upload", json({ chatbot_id: id, visitor_session: visitor, file: file(raw) }));
+      expect([anonymous.status, await body(anonymous)], raw).toEqual([400, { detail: "file: must be base64 text or a file part" }]);
+    }
+    // No conversation was opened for the refused documents, for the owner or the visitor.
+    expect((await body(await app.request("/chatbots/conversations", { headers: bearer(org.owner.token) }))).conversations).toEqual([]);
+    const mine = await body(await app.request(`/chatbots/deployed/${id}/conversations`, { headers: { "x-visitor-session": visitor } }));
+    expect((mine.conversations as unknown[]).length).toBe(1);
+    // Valid base64, URL-safe and unpadded included, is still accepted.
+    const ok = await app.request(`/v1/chatbot/${id}/upload`, json({ file: file("aGk_Pz8") }, bearer(org.owner.apiKey)));
+    expect(ok.status).toBe(200);
+  });
+});
+
 describe("chatbots: webhook signatures", () => {
   it("telephony: unsigned, wrongly signed and replayed requests are refused", async () => {
     const app = chatbotApp();

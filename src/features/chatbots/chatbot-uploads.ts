@@ -1,6 +1,6 @@
 import type { Env } from "../../env";
 import { AppError, badRequest } from "../../lib/errors";
-import { fromBase64 } from "../../lib/crypto";
+import { decodeClientBase64 } from "../../lib/base64";
 import { newId } from "../../lib/ids";
 import type { ChatbotRow } from "./chatbots.service";
 import { conversationStub, createConversation, findConversation, type ConversationActor } from "./conversations.service";
@@ -27,8 +27,7 @@ function mimeTypeOf(file: UploadedFile): string {
 /** Stores a document in R2 and attaches its text to the actor's conversation (a new one when none is named). */
 export async function attachDocument(env: Env, chatbot: ChatbotRow, actor: ConversationActor, conversationId: string | undefined, file: UploadedFile) {
   const mimeType = mimeTypeOf(file);
-  const bytes = fromBase64(file.raw_bytes);
-  if (bytes.length > MAX_UPLOAD_BYTES) throw new AppError("payload_too_large", `file: must be at most ${MAX_UPLOAD_BYTES} bytes`);
+  const bytes = decodeClientBase64(file.raw_bytes, "file", MAX_UPLOAD_BYTES);
   if (bytes.length === 0) throw badRequest("file: is empty");
   let text: string;
   try {
