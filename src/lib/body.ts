@@ -1,8 +1,10 @@
-import { AppError, badRequest } from "./errors";
+import { badRequest } from "./errors";
 import { toBase64 } from "./crypto";
 
-/** Largest request body Loom reads, in bytes. Larger bodies answer 413. */
+/** Largest request body a route reads unless it sets its own cap (`maxBodyBytes`), in bytes. Larger bodies answer 413. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** The same for routes anyone may call without credentials (sign-up, login, visitor sessions): they carry small forms. */
+export const MAX_ANONYMOUS_BODY_BYTES = 1024 * 1024;
 
 /** What a file part of a multipart body becomes, so all three encodings give the same shape. */
 export interface FilePartValue {
@@ -91,21 +93,14 @@ export async function formToObject(form: FormData): Promise<Json> {
   return out;
 }
 
-async function readCapped(request: Request): Promise<ArrayBuffer> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) throw new AppError("payload_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
-  const buffer = await request.arrayBuffer();
-  if (buffer.byteLength > MAX_BODY_BYTES) throw new AppError("payload_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
-  return buffer;
-}
-
 /**
  * Parses a request body sent as JSON, multipart/form-data or x-www-form-urlencoded into one
  * plain object. An empty body is `{}`. A body that is not an object, or does not parse, is a 400.
  */
 export async function parseRequestBody(request: Request): Promise<Json> {
   const contentType = (request.headers.get("content-type") ?? "").toLowerCase();
-  const buffer = await readCapped(request);
+  // The route's body cap (middleware/body-cap.ts) has already read and bounded the body.
+  const buffer = await request.arrayBuffer();
   if (buffer.byteLength === 0) return {};
   if (contentType.startsWith("multipart/form-data") || contentType.startsWith("application/x-www-form-urlencoded")) {
     let form: FormData;

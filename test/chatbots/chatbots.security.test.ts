@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
 import { createKb } from "../knowledge-bases/kb-fixtures";
 import { body, chatbotApp, createChatbot, deployPublic, run } from "./harness";
+import { countingBody, MiB } from "../streamed-body";
 import { TELEPHONY_TOKEN, WORKSPACE_BOT_TOKEN, WORKSPACE_SIGNING, signTelephony, signWorkspace } from "./webhook-signing";
 
 describe("chatbots: authentication", () => {
@@ -312,5 +313,29 @@ describe("chatbots: webhook signatures", () => {
     expect(replay.status).toBe(409);
     await app.settle();
     expect(app.recorded.fetches).toHaveLength(1);
+  });
+
+  it("webhooks stop reading an unauthenticated body at 256 KiB: a 50 MiB stream answers 413 without being read whole", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await app.request("/chatbots/update/telephony", form({ chatbot_id: id, auth_token: TELEPHONY_TOKEN, enabled: "true" }, bearer(org.owner.token)));
+    for (const path of [`/chatbots/webhooks/telephony/${id}`, `/chatbots/webhooks/chatworkspace/${id}`, "/chatbots/webhooks/telephony/0123456789abcdef01234567"]) {
+      // Also with a declared length smaller than what is streamed: the count does not trust the header.
+      for (const declared of [{}, { "content-length": "100" }] as Record<string, string>[]) {
+        const body = countingBody(50 * MiB);
+        const res = await app.request(path, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...declared }, body: body.stream });
+        expect(body.pulled(), path).toBeLessThan(1 * MiB);
+        expect([res.status, await res.json()], path).toEqual([413, { detail: "request body exceeds 262144 bytes" }]);
+      }
+      // A declared length over the cap is refused before a byte is read.
+      const declaredBig = countingBody(50 * MiB);
+      const refused = await app.request(path, { method: "POST", headers: { "content-length": String(50 * MiB) }, body: declaredBig.stream });
+      expect(refused.status, path).toBe(413);
+      expect(declaredBig.pulled(), path).toBeLessThanOrEqual(64 * 1024);
+    }
+    // Just under the cap is read and then judged by its signature.
+    const underCap = await app.request(`/chatbots/webhooks/telephony/${id}`, form({ From: "+15551112222", Body: "x".repeat(200 * 1024) }));
+    expect([underCap.status, await underCap.json()]).toEqual([401, { detail: "missing request signature" }]);
   });
 });

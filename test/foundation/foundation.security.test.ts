@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { sign } from "hono/jwt";
 import { bearer, call, form, seedOrg } from "../helpers";
+import { countingBody, MiB } from "../streamed-body";
 
 type Json = Record<string, unknown>;
 const read = async (response: Response): Promise<[number, Json]> => [response.status, (await response.json()) as Json];
@@ -99,5 +100,34 @@ describe("login throttling", () => {
     // Another account is not affected.
     const other = await seedOrg();
     expect((await call("/auth/login", form({ username: other.owner.username, password: other.owner.password }))).status).toBe(200);
+  });
+});
+
+describe("request body caps", () => {
+  it("every route stops reading a body at its cap, counting as it streams, and credentials are checked before any of it is read", async () => {
+    const org = await seedOrg();
+    const post = (path: string, body: ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
+      call(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+    // Routes open to anyone read at most 1 MiB, even when a smaller length is declared than sent.
+    for (const declared of [{}, { "content-length": "64" }] as Record<string, string>[]) {
+      const signup = countingBody(50 * MiB);
+      const res = await post("/auth/signup", signup.stream, declared);
+      expect(signup.pulled()).toBeLessThan(2 * MiB);
+      expect([res.status, await res.json()]).toEqual([413, { detail: "request body exceeds 1048576 bytes" }]);
+    }
+    // Signed-in routes read up to 32 MiB, and not past it.
+    const big = countingBody(50 * MiB);
+    const res = await post("/auth/api-keys", big.stream, bearer(org.owner.token));
+    expect(big.pulled()).toBeLessThan(33 * MiB);
+    expect([res.status, await res.json()]).toEqual([413, { detail: "request body exceeds 33554432 bytes" }]);
+    const groupA = countingBody(50 * MiB);
+    const v1 = await post("/v1/knowledge-base", groupA.stream, bearer(org.owner.apiKey));
+    expect(groupA.pulled()).toBeLessThan(33 * MiB);
+    expect([v1.status, await v1.json()]).toEqual([413, { status: "failed", error: "request body exceeds 33554432 bytes" }]);
+    // Without credentials nothing of the body is read at all.
+    const anonymous = countingBody(50 * MiB);
+    const refused = await post("/auth/api-keys", anonymous.stream);
+    expect(refused.status).toBe(401);
+    expect(anonymous.pulled()).toBeLessThanOrEqual(64 * 1024);
   });
 });

@@ -9,6 +9,8 @@ import { conversationStub, createConversation, findConversation, type Conversati
 const TYPES_BY_EXTENSION: Record<string, string> = { txt: "text/plain", md: "text/markdown", markdown: "text/markdown", csv: "text/csv", json: "application/json" };
 const ALLOWED_TYPES = new Set(Object.values(TYPES_BY_EXTENSION));
 export const MAX_UPLOAD_BYTES = 1024 * 1024;
+/** The upload routes' body cap: a 1 MiB document is about 1.4 MiB as base64, plus the other fields. */
+export const MAX_UPLOAD_BODY_BYTES = 2 * 1024 * 1024;
 
 export interface UploadedFile {
   raw_bytes: string;
