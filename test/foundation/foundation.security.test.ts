@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { sign } from "hono/jwt";
+import { Hono } from "hono";
+import type { AppBindings } from "../../src/env";
+import { securityHeaders, setPagePolicy } from "../../src/middleware/security-headers";
 import { bearer, call, form, seedOrg } from "../helpers";
 import { countingBody, MiB } from "../streamed-body";
 
@@ -129,5 +132,67 @@ describe("request body caps", () => {
     const refused = await post("/auth/api-keys", anonymous.stream);
     expect(refused.status).toBe(401);
     expect(anonymous.pulled()).toBeLessThanOrEqual(64 * 1024);
+  });
+});
+
+async function sha256Source(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  return `'sha256-${btoa(String.fromCharCode(...digest))}'`;
+}
+
+const directives = (csp: string | null): Record<string, string> =>
+  Object.fromEntries((csp ?? "").split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values.join(" ")]));
+
+describe("security headers", () => {
+  it("every response, success or error, JSON or HTML, says nosniff, sends no referrer and may not be framed", async () => {
+    const org = await seedOrg();
+    const responses = {
+      openapi: await call("/openapi.json"),
+      docs: await call("/docs"),
+      ok: await call("/auth/me", { headers: bearer(org.owner.token) }),
+      unauthorized: await call("/v1/chatbots"),
+      invalid: await call("/auth/api-keys", { method: "POST", headers: { "content-type": "application/json", ...bearer(org.owner.token) }, body: "{" }),
+      unknown: await call("/nope"),
+      preflight: await call("/chatbots/deployed/0123456789abcdef01234567/run", { method: "OPTIONS", headers: { origin: "https://shop.example", "access-control-request-method": "POST" } }),
+    };
+    for (const [name, response] of Object.entries(responses)) {
+      expect(response.headers.get("x-content-type-options"), name).toBe("nosniff");
+      expect(response.headers.get("referrer-policy"), name).toBe("no-referrer");
+      expect(response.headers.get("x-frame-options"), name).toBe("DENY");
+      const csp = directives(response.headers.get("content-security-policy"));
+      expect(csp["default-src"], name).toBe("'none'");
+      expect(csp["frame-ancestors"], name).toBe("'none'");
+      await response.body?.cancel();
+    }
+  });
+
+  it("/docs runs under a strict CSP: its inline script and style are allowed by hash, nothing else inline, fetches only to Loom", async () => {
+    const response = await call("/docs");
+    const csp = directives(response.headers.get("content-security-policy"));
+    const html = await response.text();
+    const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
+    const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]);
+    expect(scripts).toHaveLength(1);
+    expect(styles).toHaveLength(1);
+    expect(csp["script-src"]).toBe(await sha256Source(scripts[0]));
+    expect(csp["style-src"]).toBe(await sha256Source(styles[0]));
+    expect(csp["connect-src"]).toBe("'self'");
+    expect(csp["base-uri"]).toBe("'none'");
+    expect(JSON.stringify(csp)).not.toContain("unsafe");
+    // A CSP without 'unsafe-inline' would block inline handlers and style attributes: the page has none.
+    expect(html).not.toMatch(/<[^>]+\s(on[a-z]+|style)\s*=/i);
+  });
+
+  it("a page may set its own policy, e.g. frame-ancestors from a chatbot's allowed origins; unsafe sources are dropped", async () => {
+    const app = new Hono<AppBindings>();
+    app.use("*", securityHeaders);
+    app.get("/chat", (c) => {
+      setPagePolicy(c, { frameAncestors: ["https://shop.example", "https://evil.example; script-src *", "*"] });
+      return c.html("<p>chat</p>");
+    });
+    const response = await app.request("/chat");
+    expect(directives(response.headers.get("content-security-policy"))).toMatchObject({ "frame-ancestors": "https://shop.example", "script-src": "'none'" });
+    expect(response.headers.get("x-frame-options")).toBeNull();
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
   });
 });
