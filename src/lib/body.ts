@@ -33,7 +33,8 @@ function mergeMissing(target: Json, source: Json): void {
 /** Sets `value` at a dotted path, turning repeated keys into arrays and merging objects. */
 function setPath(target: Json, dotted: string, value: unknown): void {
   const parts = dotted.split(".");
-  if (parts.some((p) => p === "" || FORBIDDEN_KEYS.has(p))) throw badRequest(`invalid field name: ${dotted}`);
+  if (parts.some((p) => p === "" || FORBIDDEN_KEYS.has(p))) throw badRequest(`invalid field name: ${dotted.slice(0, 100)}`);
+  if (parts.length > MAX_JSON_DEPTH) throw badRequest(`field name ${dotted.slice(0, 100)}… is nested more than ${MAX_JSON_DEPTH} levels deep`);
   let node = target;
   for (const part of parts.slice(0, -1)) {
     const existing = node[part];
@@ -62,12 +63,39 @@ function setPath(target: Json, dotted: string, value: unknown): void {
   else node[last] = [existing, value];
 }
 
+/**
+ * How deep a request's JSON may nest (the body itself, and any JSON text inside a field). Real
+ * bodies stay far shallower; the bound keeps every later walk over the value (validation,
+ * serialization, schema checks, filters) far from the runtime's recursion limit.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * What makes a parsed value unfit to use, or null: nesting past MAX_JSON_DEPTH, or an own
+ * `__proto__` key (JSON.parse creates one; copying it onto another object sets that object's
+ * prototype). Iterative, so even a value nested far too deep is measured without recursion.
+ */
+export function jsonShapeProblem(value: unknown): string | null {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [node, depth] = pending.pop() as [unknown, number];
+    if (typeof node !== "object" || node === null) continue;
+    if (depth >= MAX_JSON_DEPTH) return `is nested more than ${MAX_JSON_DEPTH} levels deep`;
+    if (!Array.isArray(node) && Object.hasOwn(node, "__proto__")) return "has a field named __proto__";
+    for (const child of Object.values(node)) if (typeof child === "object" && child !== null) pending.push([child, depth + 1]);
+  }
+  return null;
+}
+
+/** Parses JSON text from a client; undefined when it does not parse or its shape is unfit (jsonShapeProblem). */
 export function tryParseJson(text: string): unknown {
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     return undefined;
   }
+  return jsonShapeProblem(parsed) === null ? parsed : undefined;
 }
 
 async function fileToValue(file: File): Promise<FilePartValue> {
@@ -93,9 +121,16 @@ export async function formToObject(form: FormData): Promise<Json> {
   return out;
 }
 
+function checkedShape(body: Json): Json {
+  const problem = jsonShapeProblem(body);
+  if (problem) throw badRequest(`request body ${problem}`);
+  return body;
+}
+
 /**
  * Parses a request body sent as JSON, multipart/form-data or x-www-form-urlencoded into one
- * plain object. An empty body is `{}`. A body that is not an object, or does not parse, is a 400.
+ * plain object. An empty body is `{}`. A body that is not an object, does not parse, nests past
+ * MAX_JSON_DEPTH or holds a `__proto__` key is a 400.
  */
 export async function parseRequestBody(request: Request): Promise<Json> {
   const contentType = (request.headers.get("content-type") ?? "").toLowerCase();
@@ -109,12 +144,16 @@ export async function parseRequestBody(request: Request): Promise<Json> {
     } catch {
       throw badRequest("request body is not valid form data");
     }
-    return formToObject(form);
+    return checkedShape(await formToObject(form));
   }
   const text = new TextDecoder().decode(buffer);
   if (text.trim() === "") return {};
-  const parsed = tryParseJson(text);
-  if (parsed === undefined) throw badRequest("request body is not valid JSON");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw badRequest("request body is not valid JSON");
+  }
   if (!isPlainObject(parsed)) throw badRequest("request body must be a JSON object");
-  return parsed;
+  return checkedShape(parsed);
 }

@@ -196,3 +196,27 @@ describe("security headers", () => {
     expect(response.headers.get("x-content-type-options")).toBe("nosniff");
   });
 });
+
+describe("hostile body shapes", () => {
+  it("bodies nested past 64 levels or holding a __proto__ key are a 400 in the group's shape, in every encoding, and nothing is stored", async () => {
+    const org = await seedOrg();
+    const deep = (levels: number) => '{"a":'.repeat(levels) + "1" + "}".repeat(levels);
+    const send = (path: string, type: string, body: string, credential: string) => call(path, { method: "POST", headers: { "content-type": type, ...bearer(credential) }, body });
+    const json = "application/json";
+    const urlencoded = "application/x-www-form-urlencoded";
+
+    expect(await read(await send("/v1/knowledge-base", json, `{"name":"kb","description":${deep(10_000)}}`, org.owner.apiKey))).toEqual([400, { status: "failed", error: "request body is nested more than 64 levels deep" }]);
+    expect(await read(await send("/agents/add", json, `{"name":"deep","config":${deep(10_000)}}`, org.owner.token))).toEqual([400, { detail: "request body is nested more than 64 levels deep" }]);
+    expect(await read(await send("/agents/add", json, '{"name":"proto","config":{"__proto__":{"polluted":true}}}', org.owner.token))).toEqual([400, { detail: "request body has a field named __proto__" }]);
+    // The same shapes as JSON text inside a form field, and as dotted field names.
+    const asText = await send("/agents/add", urlencoded, new URLSearchParams({ name: "deep-text", config: deep(10_000) }).toString(), org.owner.token);
+    expect(asText.status).toBe(422);
+    const dotted = await read(await send("/agents/add", urlencoded, `name=dotted&${"config.".repeat(10_000)}x=1`, org.owner.token));
+    expect(dotted[0]).toBe(400);
+    // Depth that real bodies use still works.
+    expect((await send("/agents/add", json, `{"name":"fine","config":${deep(20)}}`, org.owner.token)).status).toBe(200);
+    const agents = (await (await call("/agents/my", { headers: bearer(org.owner.token) })).json()) as { name: string }[];
+    expect(agents.map((a) => a.name)).toEqual(["fine"]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
