@@ -128,19 +128,18 @@ function checkedShape(body: Json): Json {
 }
 
 /**
- * Parses a request body sent as JSON, multipart/form-data or x-www-form-urlencoded into one
+ * Parses a request body (read and bounded by the route's body cap, middleware/body-cap.ts) sent
+ * as JSON, multipart/form-data or x-www-form-urlencoded into one
  * plain object. An empty body is `{}`. A body that is not an object, does not parse, nests past
  * MAX_JSON_DEPTH or holds a `__proto__` key is a 400.
  */
-export async function parseRequestBody(request: Request): Promise<Json> {
-  const contentType = (request.headers.get("content-type") ?? "").toLowerCase();
-  // The route's body cap (middleware/body-cap.ts) has already read and bounded the body.
-  const buffer = await request.arrayBuffer();
+export async function parseBodyBytes(buffer: Uint8Array, contentTypeHeader: string): Promise<Json> {
+  const contentType = contentTypeHeader.toLowerCase();
   if (buffer.byteLength === 0) return {};
   if (contentType.startsWith("multipart/form-data") || contentType.startsWith("application/x-www-form-urlencoded")) {
     let form: FormData;
     try {
-      form = await new Response(buffer, { headers: { "content-type": request.headers.get("content-type") ?? "" } }).formData();
+      form = await new Response(buffer, { headers: { "content-type": contentTypeHeader } }).formData();
     } catch {
       throw badRequest("request body is not valid form data");
     }
@@ -156,4 +155,9 @@ export async function parseRequestBody(request: Request): Promise<Json> {
   }
   if (!isPlainObject(parsed)) throw badRequest("request body must be a JSON object");
   return checkedShape(parsed);
+}
+
+/** `parseBodyBytes` for a whole request whose body nothing has bounded yet (tests, internal callers). */
+export async function parseRequestBody(request: Request): Promise<Json> {
+  return parseBodyBytes(new Uint8Array(await request.arrayBuffer()), request.headers.get("content-type") ?? "");
 }

@@ -3,9 +3,9 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import type { AppBindings, Role } from "../env";
 import { AppError, type ValidationIssue } from "./errors";
-import { MAX_ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, parseRequestBody } from "./body";
+import { MAX_ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, parseBodyBytes } from "./body";
 import { authenticate, requireRole, type AuthMode } from "../middleware/auth";
-import { bodyCap } from "../middleware/body-cap";
+import { bodyCap, cappedBody } from "../middleware/body-cap";
 
 /** Group A is the public API under /v1; Group B the application backend at the root. */
 export type RouteGroup = "A" | "B";
@@ -131,7 +131,7 @@ export function defineRoute<
   app.on(spec.method.toUpperCase(), spec.path, admit, cap, async (c) => {
     const params = validate(spec.params, c.req.param(), "path", spec.group);
     const query = validate(spec.query, queryObject(c), "query", spec.group);
-    const body = spec.body ? validate(spec.body, await parseRequestBody(c.req.raw), "body", spec.group) : ({} as Infer<B>);
+    const body = spec.body ? validate(spec.body, await parseBodyBytes(cappedBody(c), c.req.header("content-type") ?? ""), "body", spec.group) : ({} as Infer<B>);
     return handler(c, { params, query, body } as RouteInput<P, Q, B>);
   });
 }

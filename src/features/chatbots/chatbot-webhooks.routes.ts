@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
+import { cappedBody } from "../../middleware/body-cap";
 import type { ChatbotServicesFactory } from "./chatbot-services";
 import { ChatbotIdParams } from "./chatbots.schemas";
 import { handleTelephonyWebhook, handleWorkspaceWebhook } from "./chatbot-webhooks.service";
@@ -29,7 +30,7 @@ export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>, serv
     },
     async (c, { params }) => {
       const signature = c.req.header("x-telephony-signature") ?? c.req.header("x-twilio-signature");
-      const reply = await handleTelephonyWebhook(c.env, services(c.env), params.chatbot_id, c.req.url, await c.req.text(), signature);
+      const reply = await handleTelephonyWebhook(c.env, services(c.env), params.chatbot_id, c.req.url, new TextDecoder().decode(cappedBody(c)), signature);
       return c.body(reply, 200, { "content-type": "text/xml; charset=utf-8" });
     },
   );
@@ -50,7 +51,7 @@ export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>, serv
       const timestamp = c.req.header("x-chatworkspace-request-timestamp") ?? c.req.header("x-slack-request-timestamp");
       const signature = c.req.header("x-chatworkspace-signature") ?? c.req.header("x-slack-signature");
       const env = c.env;
-      return c.json(await handleWorkspaceWebhook(env, services(env), params.chatbot_id, await c.req.text(), timestamp, signature, keepAliveFor(c)));
+      return c.json(await handleWorkspaceWebhook(env, services(env), params.chatbot_id, new TextDecoder().decode(cappedBody(c)), timestamp, signature, keepAliveFor(c)));
     },
   );
 }
