@@ -17,7 +17,7 @@ const ENCODINGS = ["json", "urlencoded", "multipart"] as const;
 type Encoding = (typeof ENCODINGS)[number];
 
 /** Optional fields given valid values, so requests get past "nothing to do" into the services. */
-const OPTIONAL_INCLUDED = new Set(["visitor_session", "text", "query", "file_data", "inputs", "knowledge_base_ids", "language"]);
+const OPTIONAL_INCLUDED = new Set(["visitor_session", "text", "query", "file_data", "inputs", "knowledge_base_ids", "language", "like", "connection_id", "user_ids", "edges"]);
 
 /**
  * Known failures another engineer is fixing in parallel; the lead removes each entry after merging

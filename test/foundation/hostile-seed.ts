@@ -79,7 +79,7 @@ export function validValue(seed: SweepSeed, route: string, field: string): unkno
     name: next("sweep"),
     email: `${next("sweep")}@example.com`,
     username: route === "POST /auth/login" ? seed.member.username : next("sweepuser"),
-    password: "a long password",
+    password: route === "POST /auth/login" ? seed.member.password : "a long password",
     organization: next("sweeporg"),
     kind: "openai",
     role: "member",
@@ -89,7 +89,8 @@ export function validValue(seed: SweepSeed, route: string, field: string): unkno
     text: "hello",
     query: "whales",
     description: "sweep",
-    inputs: route.includes("/transformation/") ? { x: 2 } : { q: "x" },
+    inputs: route === "POST /v1/transformation" ? undefined : route.includes("/transformation/") ? { x: 2 } : { q: "x" },
+    like: true,
     runs: [{ inputs: { q: "x" } }],
     file: { type: "file", raw_bytes: btoa("hello"), metadata: { name: "a.txt", mime_type: "text/plain", size: 5 } },
     file_data: fileData("a.txt", "text/plain", "hello world").file_data,
@@ -102,6 +103,8 @@ export function validValue(seed: SweepSeed, route: string, field: string): unkno
 export function concretePath(seed: SweepSeed, path: string): string {
   const { ids } = seed;
   const kind = /\/v1\/knowledge-base\//.test(path) ? ids.kb : /\/v1\/chatbot\//.test(path) ? ids.chatbot : /\/v1\/pipeline\//.test(path) ? ids.pipeline : /\/v1\/transformation\//.test(path) ? ids.transformation : ids.chatbot;
+  // The one body route that also needs a query parameter: which published agent to import.
+  if (path === "/agents/imported/add") return `${path}?agent_id=${ids.agent}`;
   return path.replace("{id}", kind).replace("{chatbot_id}", ids.chatbot).replace("{conversation_id}", ids.conversation).replace("{agent_id}", ids.agent).replace("{pipeline_id}", ids.pipeline).replace("{run_id}", ids.run).replace(/\{[^}]+\}/g, "aaaaaaaaaaaaaaaaaaaaaaaa");
 }
 
