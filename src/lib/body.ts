@@ -6,6 +6,13 @@ export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 /** The same for routes anyone may call without credentials (sign-up, login, visitor sessions): they carry small forms. */
 export const MAX_ANONYMOUS_BODY_BYTES = 1024 * 1024;
 
+/**
+ * How deep a request's JSON may nest (the body itself, and any JSON text inside a field). Real
+ * bodies stay far shallower; the bound keeps every later walk over the value (validation,
+ * serialization, schema checks, filters) far from the runtime's recursion limit.
+ */
+export const MAX_JSON_DEPTH = 64;
+
 /** What a file part of a multipart body becomes, so all three encodings give the same shape. */
 export interface FilePartValue {
   type: "file";
@@ -62,13 +69,6 @@ function setPath(target: Json, dotted: string, value: unknown): void {
   else if (Array.isArray(existing)) existing.push(value);
   else node[last] = [existing, value];
 }
-
-/**
- * How deep a request's JSON may nest (the body itself, and any JSON text inside a field). Real
- * bodies stay far shallower; the bound keeps every later walk over the value (validation,
- * serialization, schema checks, filters) far from the runtime's recursion limit.
- */
-export const MAX_JSON_DEPTH = 64;
 
 /**
  * What makes a parsed value unfit to use, or null: nesting past MAX_JSON_DEPTH, or an own
@@ -129,9 +129,9 @@ function checkedShape(body: Json): Json {
 
 /**
  * Parses a request body (read and bounded by the route's body cap, middleware/body-cap.ts) sent
- * as JSON, multipart/form-data or x-www-form-urlencoded into one
- * plain object. An empty body is `{}`. A body that is not an object, does not parse, nests past
- * MAX_JSON_DEPTH or holds a `__proto__` key is a 400.
+ * as JSON, multipart/form-data or x-www-form-urlencoded into one plain object. An empty body is
+ * `{}`. A body that is not an object, does not parse, nests past MAX_JSON_DEPTH or holds a
+ * `__proto__` key is a 400.
  */
 export async function parseBodyBytes(buffer: Uint8Array, contentTypeHeader: string): Promise<Json> {
   const contentType = contentTypeHeader.toLowerCase();

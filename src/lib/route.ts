@@ -81,7 +81,8 @@ function queryObject(c: Context<AppBindings>): Record<string, string | string[]>
  * Declares one route: registers it in the OpenAPI document from the same zod schemas it
  * validates with, and mounts a handler that sets the error group, authenticates, checks the
  * role, caps the body's size while it streams in, parses it (JSON, multipart or urlencoded) and
- * validates every input before the handler sees it. Auth is attached to the route itself, so no path spelling can skip it.
+ * validates every input before the handler sees it. Auth is attached to the route itself, so no
+ * path spelling can skip it.
  */
 export function defineRoute<
   P extends AnyObjectSchema | undefined = undefined,
@@ -100,6 +101,8 @@ export function defineRoute<
   for (const [status, description] of Object.entries(spec.responses ?? {})) responses[status] = { description };
   if (spec.auth !== "none") responses[401] = { description: "Missing or invalid credentials" };
   if (spec.body || spec.query || spec.params) responses[spec.group === "A" ? 400 : 422] = { description: "Invalid input" };
+  const maxBodyBytes = spec.maxBodyBytes ?? (spec.body ? (spec.auth === "none" ? MAX_ANONYMOUS_BODY_BYTES : MAX_BODY_BYTES) : undefined);
+  if (maxBodyBytes !== undefined) responses[413] ??= { description: `Request body over ${maxBodyBytes} bytes` };
 
   app.openAPIRegistry.registerPath({
     method: spec.method,
@@ -125,7 +128,6 @@ export function defineRoute<
     }
     await next();
   };
-  const maxBodyBytes = spec.maxBodyBytes ?? (spec.body ? (spec.auth === "none" ? MAX_ANONYMOUS_BODY_BYTES : MAX_BODY_BYTES) : undefined);
   const cap: MiddlewareHandler<AppBindings> = maxBodyBytes === undefined ? (_c, next) => next() : bodyCap(maxBodyBytes);
 
   app.on(spec.method.toUpperCase(), spec.path, admit, cap, async (c) => {
