@@ -2,6 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "./env";
 import { renderError, renderNotFound } from "./lib/render-error";
 import { requestId } from "./middleware/request-id";
+import { securityHeaders } from "./middleware/security-headers";
 import { registerAuthRoutes } from "./features/auth/auth.routes";
 import { registerAdminRoutes } from "./features/admin/admin.routes";
 import { registerConnectionRoutes } from "./features/connections/connections.routes";
@@ -15,6 +16,7 @@ import { registerKnowledgeBaseRoutes } from "./features/knowledge-bases/knowledg
 /** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
 export function createApp(): OpenAPIHono<AppBindings> {
   const app = new OpenAPIHono<AppBindings>({ strict: true });
+  app.use("*", securityHeaders);
   app.use("*", requestId);
   app.onError(renderError);
   app.notFound(renderNotFound);

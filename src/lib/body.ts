@@ -1,9 +1,13 @@
-import { AppError, badRequest } from "./errors";
+import { badRequest } from "./errors";
 import { toBase64 } from "./crypto";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth";
+import { MAX_JSON_DEPTH } from "./json-depth";
 
-/** Largest request body Loom reads, in bytes. Larger bodies answer 413. */
+/** Largest request body a route reads unless it sets its own cap (`maxBodyBytes`), in bytes. Larger bodies answer 413. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** The same for routes anyone may call without credentials (sign-up, login, visitor sessions): they carry small forms. */
+export const MAX_ANONYMOUS_BODY_BYTES = 1024 * 1024;
+
+export { MAX_JSON_DEPTH };
 
 /** What a file part of a multipart body becomes, so all three encodings give the same shape. */
 export interface FilePartValue {
@@ -41,7 +45,8 @@ function isPresenceFlag(value: unknown): boolean {
 /** Sets `value` at a dotted path, turning repeated keys into arrays and merging objects. */
 function setPath(target: Json, dotted: string, value: unknown): void {
   const parts = dotted.split(".");
-  if (parts.some((p) => p === "" || FORBIDDEN_KEYS.has(p))) throw badRequest(`invalid field name: ${dotted}`);
+  if (parts.some((p) => p === "" || FORBIDDEN_KEYS.has(p))) throw badRequest(`invalid field name: ${dotted.slice(0, 100)}`);
+  if (parts.length > MAX_JSON_DEPTH) throw badRequest(`request body nests deeper than ${MAX_JSON_DEPTH} levels (field name ${dotted.slice(0, 100)}…)`);
   let node = target;
   for (const part of parts.slice(0, -1)) {
     const existing = node[part];
@@ -71,7 +76,24 @@ function setPath(target: Json, dotted: string, value: unknown): void {
   else node[last] = [existing, value];
 }
 
-/** JSON.parse, or undefined when the text is not JSON or nests deeper than MAX_JSON_DEPTH. */
+/**
+ * What makes a parsed value unfit to use, or null: nesting past MAX_JSON_DEPTH, or an own
+ * `__proto__` key (JSON.parse creates one; copying it onto another object sets that object's
+ * prototype). Iterative, so even a value nested far too deep is measured without recursion.
+ */
+export function jsonShapeProblem(value: unknown): string | null {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [node, depth] = pending.pop() as [unknown, number];
+    if (typeof node !== "object" || node === null) continue;
+    if (depth >= MAX_JSON_DEPTH) return `nests deeper than ${MAX_JSON_DEPTH} levels`;
+    if (!Array.isArray(node) && Object.hasOwn(node, "__proto__")) return "has a field named __proto__";
+    for (const child of Object.values(node)) if (typeof child === "object" && child !== null) pending.push([child, depth + 1]);
+  }
+  return null;
+}
+
+/** Parses JSON text from a client; undefined when it does not parse or its shape is unfit (jsonShapeProblem). */
 export function tryParseJson(text: string): unknown {
   let parsed: unknown;
   try {
@@ -79,13 +101,7 @@ export function tryParseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-  return nestsDeeperThan(parsed, MAX_JSON_DEPTH) ? undefined : parsed;
-}
-
-/** Refuses a body nested deeper than MAX_JSON_DEPTH, whatever its encoding (dotted form names nest too). */
-function boundedDepth(body: Json): Json {
-  if (nestsDeeperThan(body, MAX_JSON_DEPTH)) throw badRequest(`request body nests deeper than ${MAX_JSON_DEPTH} levels`);
-  return body;
+  return jsonShapeProblem(parsed) === null ? parsed : undefined;
 }
 
 /**
@@ -122,30 +138,29 @@ export async function formToObject(form: FormData): Promise<Json> {
   return out;
 }
 
-async function readCapped(request: Request): Promise<ArrayBuffer> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) throw new AppError("payload_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
-  const buffer = await request.arrayBuffer();
-  if (buffer.byteLength > MAX_BODY_BYTES) throw new AppError("payload_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
-  return buffer;
+function checkedShape(body: Json): Json {
+  const problem = jsonShapeProblem(body);
+  if (problem) throw badRequest(`request body ${problem}`);
+  return body;
 }
 
 /**
- * Parses a request body sent as JSON, multipart/form-data or x-www-form-urlencoded into one
- * plain object. An empty body is `{}`. A body that is not an object, or does not parse, is a 400.
+ * Parses a request body (read and bounded by the route's body cap, middleware/body-cap.ts) sent
+ * as JSON, multipart/form-data or x-www-form-urlencoded into one plain object. An empty body is
+ * `{}`. A body that is not an object, does not parse, nests past MAX_JSON_DEPTH or holds a
+ * `__proto__` key is a 400.
  */
-export async function parseRequestBody(request: Request): Promise<Json> {
-  const contentType = (request.headers.get("content-type") ?? "").toLowerCase();
-  const buffer = await readCapped(request);
+export async function parseBodyBytes(buffer: Uint8Array, contentTypeHeader: string): Promise<Json> {
+  const contentType = contentTypeHeader.toLowerCase();
   if (buffer.byteLength === 0) return {};
   if (contentType.startsWith("multipart/form-data") || contentType.startsWith("application/x-www-form-urlencoded")) {
     let form: FormData;
     try {
-      form = await new Response(buffer, { headers: { "content-type": request.headers.get("content-type") ?? "" } }).formData();
+      form = await new Response(buffer, { headers: { "content-type": contentTypeHeader } }).formData();
     } catch {
       throw badRequest("request body is not valid form data");
     }
-    return boundedDepth(await formToObject(form));
+    return checkedShape(await formToObject(form));
   }
   const text = new TextDecoder().decode(buffer);
   if (text.trim() === "") return {};
@@ -156,5 +171,10 @@ export async function parseRequestBody(request: Request): Promise<Json> {
     throw badRequest("request body is not valid JSON");
   }
   if (!isPlainObject(parsed)) throw badRequest("request body must be a JSON object");
-  return withoutNullMembers(boundedDepth(parsed)) as Json;
+  return withoutNullMembers(checkedShape(parsed)) as Json;
+}
+
+/** `parseBodyBytes` for a whole request whose body nothing has bounded yet (tests, internal callers). */
+export async function parseRequestBody(request: Request): Promise<Json> {
+  return parseBodyBytes(new Uint8Array(await request.arrayBuffer()), request.headers.get("content-type") ?? "");
 }

@@ -1,10 +1,11 @@
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import type { AppBindings, Role } from "../env";
 import { AppError, type ValidationIssue } from "./errors";
-import { parseRequestBody } from "./body";
+import { MAX_ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, parseBodyBytes } from "./body";
 import { authenticate, requireRole, type AuthMode } from "../middleware/auth";
+import { bodyCap, cappedBody } from "../middleware/body-cap";
 
 /** Group A is the public API under /v1; Group B the application backend at the root. */
 export type RouteGroup = "A" | "B";
@@ -26,6 +27,12 @@ export interface RouteSpec<P extends AnyObjectSchema | undefined, Q extends AnyO
   params?: P;
   query?: Q;
   body?: B;
+  /**
+   * Largest request body this route reads, in bytes: routes with a `body` schema default to
+   * MAX_BODY_BYTES (MAX_ANONYMOUS_BODY_BYTES without auth); a route that reads its raw body
+   * itself (a webhook) must set it.
+   */
+  maxBodyBytes?: number;
   /** Extra documented responses, by status. */
   responses?: Record<number, string>;
   /** Documents the response as server-sent events too. */
@@ -73,8 +80,9 @@ function queryObject(c: Context<AppBindings>): Record<string, string | string[]>
 /**
  * Declares one route: registers it in the OpenAPI document from the same zod schemas it
  * validates with, and mounts a handler that sets the error group, authenticates, checks the
- * role, parses the body (JSON, multipart or urlencoded) and validates every input before the
- * handler sees it. Auth is attached to the route itself, so no path spelling can skip it.
+ * role, caps the body's size while it streams in, parses it (JSON, multipart or urlencoded) and
+ * validates every input before the handler sees it. Auth is attached to the route itself, so no
+ * path spelling can skip it.
  */
 export function defineRoute<
   P extends AnyObjectSchema | undefined = undefined,
@@ -93,6 +101,8 @@ export function defineRoute<
   for (const [status, description] of Object.entries(spec.responses ?? {})) responses[status] = { description };
   if (spec.auth !== "none") responses[401] = { description: "Missing or invalid credentials" };
   if (spec.body || spec.query || spec.params) responses[spec.group === "A" ? 400 : 422] = { description: "Invalid input" };
+  const maxBodyBytes = spec.maxBodyBytes ?? (spec.body ? (spec.auth === "none" ? MAX_ANONYMOUS_BODY_BYTES : MAX_BODY_BYTES) : undefined);
+  if (maxBodyBytes !== undefined) responses[413] ??= { description: `Request body over ${maxBodyBytes} bytes` };
 
   app.openAPIRegistry.registerPath({
     method: spec.method,
@@ -109,15 +119,21 @@ export function defineRoute<
     responses,
   });
 
-  app.on(spec.method.toUpperCase(), spec.path, async (c) => {
+  // Credentials are checked before the body is read, so nobody without them makes Loom read a body.
+  const admit: MiddlewareHandler<AppBindings> = async (c, next) => {
     c.set("group", spec.group);
     if (spec.auth !== "none") {
       const auth = await authenticate(c, spec.auth);
       if (spec.minRole) requireRole(auth, spec.minRole);
     }
+    await next();
+  };
+  const cap: MiddlewareHandler<AppBindings> = maxBodyBytes === undefined ? (_c, next) => next() : bodyCap(maxBodyBytes);
+
+  app.on(spec.method.toUpperCase(), spec.path, admit, cap, async (c) => {
     const params = validate(spec.params, c.req.param(), "path", spec.group);
     const query = validate(spec.query, queryObject(c), "query", spec.group);
-    const body = spec.body ? validate(spec.body, await parseRequestBody(c.req.raw), "body", spec.group) : ({} as Infer<B>);
+    const body = spec.body ? validate(spec.body, await parseBodyBytes(cappedBody(c), c.req.header("content-type") ?? ""), "body", spec.group) : ({} as Infer<B>);
     return handler(c, { params, query, body } as RouteInput<P, Q, B>);
   });
 }

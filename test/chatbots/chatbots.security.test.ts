@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
 import { createKb } from "../knowledge-bases/kb-fixtures";
 import { body, chatbotApp, createChatbot, deployPublic, run } from "./harness";
+import { countingBody, MiB } from "../streamed-body";
 import { TELEPHONY_TOKEN, WORKSPACE_BOT_TOKEN, WORKSPACE_SIGNING, signTelephony, signWorkspace } from "./webhook-signing";
 
 describe("chatbots: authentication", () => {
@@ -183,6 +184,35 @@ describe("chatbots: the public surface", () => {
     expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }))).status).toBe(401);
   });
 
+  it("a members-mode session is re-checked on every request: dropped runners, suspended and deleted members lose it at once", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const [runner, colleague, leaver] = [await org.addMember("member"), await org.addMember("member"), await org.addMember("member")];
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    const owner = bearer(org.owner.token);
+    await app.request("/chatbots/update/access", form({ chatbot_id: id, mode: "members" }, owner));
+    await app.request("/chatbots/update/rbac", form({ chatbot_id: id, runners: JSON.stringify([runner.userId, colleague.userId, leaver.userId]) }, owner));
+    const sessionOf = async (token: string) => ({ "x-visitor-session": String((await body(await app.request(`/chatbots/deployed/${id}/session`, { method: "POST", headers: bearer(token) }))).visitor_session) });
+    const [asRunner, asColleague, asLeaver] = [await sessionOf(runner.token), await sessionOf(colleague.token), await sessionOf(leaver.token)];
+    for (const session of [asRunner, asColleague, asLeaver]) expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, session))).status).toBe(200);
+
+    // Dropped from the runners: the session issued before no longer runs or lists anything.
+    await app.request("/chatbots/update/rbac", form({ chatbot_id: id, runners: JSON.stringify([colleague.userId, leaver.userId]) }, owner));
+    const dropped = await app.request(`/chatbots/deployed/${id}/run`, json({ text: "still here?" }, asRunner));
+    expect(dropped.status).toBe(403);
+    expect(await body(dropped)).toEqual({ detail: "only permitted members of the chatbot's organization may use it" });
+    expect((await app.request(`/chatbots/deployed/${id}/conversations`, { headers: asRunner })).status).toBe(403);
+    expect((await app.request(`/chatbots/deployed/${id}/session`, { method: "POST", headers: bearer(runner.token) })).status).toBe(403);
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, asColleague))).status).toBe(200);
+
+    // Suspended, then deleted: refused at once as well.
+    await call("/admin/users/change", form({ user_id: colleague.userId, suspended: "true" }, owner, "PUT"));
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, asColleague))).status).toBe(401);
+    await call("/admin/users", form({ user_id: leaver.userId }, owner, "DELETE"));
+    expect((await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" }, asLeaver))).status).toBe(401);
+  });
+
   it("allowed origins: other sites are refused; the rate limit answers 429", async () => {
     const app = chatbotApp();
     const org = await seedOrg();
@@ -235,6 +265,31 @@ describe("chatbots: client addresses", () => {
     const busy = await sessionsUntilThrottled(() => trusted.request(`/chatbots/deployed/${open}/session`, { method: "POST", headers: { "cf-connecting-ip": "198.51.100.7" } }));
     expect(busy.passed.every((s) => s === 200)).toBe(true);
     expect((await trusted.request(`/chatbots/deployed/${open}/session`, { method: "POST", headers: { "cf-connecting-ip": "198.51.100.8" } })).status).toBe(200);
+  });
+});
+
+describe("chatbots: hostile uploads", () => {
+  it("invalid base64 in an upload is a 400 in the route's shape on the owner and visitor routes, and nothing is stored", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    const first = await body(await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hi" })));
+    const visitor = String(first.visitor_session);
+    const file = (raw: string) => ({ type: "file", raw_bytes: raw, metadata: { name: "notes.txt", mime_type: "text/plain", size: 3 } });
+    for (const raw of ["!!!not base64!!!", "YWJj\u0000", "a", "YW=Jj", "%%%", "\ud800"]) {
+      const owner = await app.request(`/v1/chatbot/${id}/upload`, json({ file: file(raw) }, bearer(org.owner.apiKey)));
+      expect([owner.status, await body(owner)], raw).toEqual([400, { status: "failed", error: "file: must be base64 text or a file part" }]);
+      const anonymous = await app.request("/chatbots/upload", json({ chatbot_id: id, visitor_session: visitor, file: file(raw) }));
+      expect([anonymous.status, await body(anonymous)], raw).toEqual([400, { detail: "file: must be base64 text or a file part" }]);
+    }
+    // No conversation was opened for the refused documents, for the owner or the visitor.
+    expect((await body(await app.request("/chatbots/conversations", { headers: bearer(org.owner.token) }))).conversations).toEqual([]);
+    const mine = await body(await app.request(`/chatbots/deployed/${id}/conversations`, { headers: { "x-visitor-session": visitor } }));
+    expect((mine.conversations as unknown[]).length).toBe(1);
+    // Valid base64, URL-safe and unpadded included, is still accepted.
+    const ok = await app.request(`/v1/chatbot/${id}/upload`, json({ file: file("aGk_Pz8") }, bearer(org.owner.apiKey)));
+    expect(ok.status).toBe(200);
   });
 });
 
@@ -292,5 +347,31 @@ describe("chatbots: webhook signatures", () => {
     expect(replay.status).toBe(409);
     await app.settle();
     expect(app.recorded.fetches).toHaveLength(1);
+  });
+
+  it("webhooks stop reading an unauthenticated body at 256 KiB: a 50 MiB stream answers 413 without being read whole", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await app.request("/chatbots/update/telephony", form({ chatbot_id: id, auth_token: TELEPHONY_TOKEN, enabled: "true" }, bearer(org.owner.token)));
+    for (const path of [`/chatbots/webhooks/telephony/${id}`, `/chatbots/webhooks/chatworkspace/${id}`, "/chatbots/webhooks/telephony/0123456789abcdef01234567"]) {
+      const body = countingBody(50 * MiB);
+      const res = await app.request(path, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.stream });
+      expect(body.pulled(), path).toBeLessThan(1 * MiB);
+      expect([res.status, await res.json()], path).toEqual([413, { detail: "request body exceeds 262144 bytes" }]);
+      // A declared length smaller than what is streamed is not trusted: reading stops just past it.
+      const lying = countingBody(50 * MiB);
+      const refusedLie = await app.request(path, { method: "POST", headers: { "content-length": "100" }, body: lying.stream });
+      expect(lying.pulled(), path).toBeLessThan(1 * MiB);
+      expect([refusedLie.status, await refusedLie.json()], path).toEqual([400, { detail: "request body is longer than its Content-Length" }]);
+      // A declared length over the cap is refused before a byte is read.
+      const declaredBig = countingBody(50 * MiB);
+      const refused = await app.request(path, { method: "POST", headers: { "content-length": String(50 * MiB) }, body: declaredBig.stream });
+      expect(refused.status, path).toBe(413);
+      expect(declaredBig.pulled(), path).toBeLessThanOrEqual(64 * 1024);
+    }
+    // Just under the cap is read and then judged by its signature.
+    const underCap = await app.request(`/chatbots/webhooks/telephony/${id}`, form({ From: "+15551112222", Body: "x".repeat(200 * 1024) }));
+    expect([underCap.status, await underCap.json()]).toEqual([401, { detail: "missing request signature" }]);
   });
 });

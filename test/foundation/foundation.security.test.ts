@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { env } from "cloudflare:test";
 import { sign } from "hono/jwt";
+import { Hono } from "hono";
+import type { AppBindings } from "../../src/env";
+import { securityHeaders, setPagePolicy } from "../../src/middleware/security-headers";
 import { bearer, call, callWith, form, json, seedOrg } from "../helpers";
+import { countingBody, MiB } from "../streamed-body";
 
 type Json = Record<string, unknown>;
 const read = async (response: Response): Promise<[number, Json]> => [response.status, (await response.json()) as Json];
@@ -277,5 +281,122 @@ describe("request bodies: null as 'not set' and `field=true` beside dotted field
     const [status, body] = await read(await post(org.owner.apiKey, path, "file_data=true&file_data.metadata.name=a.txt", form));
     expect(status).toBe(400);
     expect(String(body.error)).toMatch(/^file_data\.file: /);
+  });
+});
+
+describe("request body caps", () => {
+  it("every route stops reading a body at its cap, counting as it streams, and credentials are checked before any of it is read", async () => {
+    const org = await seedOrg();
+    const post = (path: string, body: ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
+      call(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+    // Routes open to anyone read at most 1 MiB; a declared length is not trusted either.
+    const signup = countingBody(50 * MiB);
+    const anonymousBig = await post("/auth/signup", signup.stream);
+    expect(signup.pulled()).toBeLessThan(2 * MiB);
+    expect([anonymousBig.status, await anonymousBig.json()]).toEqual([413, { detail: "request body exceeds 1048576 bytes" }]);
+    const lying = countingBody(50 * MiB);
+    const lie = await post("/auth/signup", lying.stream, { "content-length": "64" });
+    expect(lying.pulled()).toBeLessThan(2 * MiB);
+    expect([lie.status, await lie.json()]).toEqual([400, { detail: "request body is longer than its Content-Length" }]);
+    // Signed-in routes read up to 32 MiB, and not past it.
+    const big = countingBody(50 * MiB);
+    const res = await post("/auth/api-keys", big.stream, bearer(org.owner.token));
+    expect(big.pulled()).toBeLessThan(33 * MiB);
+    expect([res.status, await res.json()]).toEqual([413, { detail: "request body exceeds 33554432 bytes" }]);
+    const groupA = countingBody(50 * MiB);
+    const v1 = await post("/v1/knowledge-base", groupA.stream, bearer(org.owner.apiKey));
+    expect(groupA.pulled()).toBeLessThan(33 * MiB);
+    expect([v1.status, await v1.json()]).toEqual([413, { status: "failed", error: "request body exceeds 33554432 bytes" }]);
+    // Without credentials nothing of the body is read at all.
+    const anonymous = countingBody(50 * MiB);
+    const refused = await post("/auth/api-keys", anonymous.stream);
+    expect(refused.status).toBe(401);
+    expect(anonymous.pulled()).toBeLessThanOrEqual(64 * 1024);
+  });
+});
+
+async function sha256Source(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  return `'sha256-${btoa(String.fromCharCode(...digest))}'`;
+}
+
+const directives = (csp: string | null): Record<string, string> =>
+  Object.fromEntries((csp ?? "").split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values.join(" ")]));
+
+describe("security headers", () => {
+  it("every response, success or error, JSON or HTML, says nosniff, sends no referrer and may not be framed", async () => {
+    const org = await seedOrg();
+    const responses = {
+      openapi: await call("/openapi.json"),
+      docs: await call("/docs"),
+      ok: await call("/auth/me", { headers: bearer(org.owner.token) }),
+      unauthorized: await call("/v1/chatbots"),
+      invalid: await call("/auth/api-keys", { method: "POST", headers: { "content-type": "application/json", ...bearer(org.owner.token) }, body: "{" }),
+      unknown: await call("/nope"),
+      preflight: await call("/chatbots/deployed/0123456789abcdef01234567/run", { method: "OPTIONS", headers: { origin: "https://shop.example", "access-control-request-method": "POST" } }),
+    };
+    for (const [name, response] of Object.entries(responses)) {
+      expect(response.headers.get("x-content-type-options"), name).toBe("nosniff");
+      expect(response.headers.get("referrer-policy"), name).toBe("no-referrer");
+      expect(response.headers.get("x-frame-options"), name).toBe("DENY");
+      const csp = directives(response.headers.get("content-security-policy"));
+      expect(csp["default-src"], name).toBe("'none'");
+      expect(csp["frame-ancestors"], name).toBe("'none'");
+      await response.body?.cancel();
+    }
+  });
+
+  it("/docs runs under a strict CSP: its inline script and style are allowed by hash, nothing else inline, fetches only to Loom", async () => {
+    const response = await call("/docs");
+    const csp = directives(response.headers.get("content-security-policy"));
+    const html = await response.text();
+    const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
+    const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]);
+    expect(scripts).toHaveLength(1);
+    expect(styles).toHaveLength(1);
+    expect(csp["script-src"]).toBe(await sha256Source(scripts[0]));
+    expect(csp["style-src"]).toBe(await sha256Source(styles[0]));
+    expect(csp["connect-src"]).toBe("'self'");
+    expect(csp["base-uri"]).toBe("'none'");
+    expect(JSON.stringify(csp)).not.toContain("unsafe");
+    // A CSP without 'unsafe-inline' would block inline handlers and style attributes: the page has none.
+    expect(html).not.toMatch(/<[^>]+\s(on[a-z]+|style)\s*=/i);
+  });
+
+  it("a page may set its own policy, e.g. frame-ancestors from a chatbot's allowed origins; unsafe sources are dropped", async () => {
+    const app = new Hono<AppBindings>();
+    app.use("*", securityHeaders);
+    app.get("/chat", (c) => {
+      setPagePolicy(c, { frameAncestors: ["https://shop.example", "https://evil.example; script-src *", "*"] });
+      return c.html("<p>chat</p>");
+    });
+    const response = await app.request("/chat");
+    expect(directives(response.headers.get("content-security-policy"))).toMatchObject({ "frame-ancestors": "https://shop.example", "script-src": "'none'" });
+    expect(response.headers.get("x-frame-options")).toBeNull();
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+  });
+});
+
+describe("hostile body shapes", () => {
+  it("bodies nested past 64 levels or holding a __proto__ key are a 400 in the group's shape, in every encoding, and nothing is stored", async () => {
+    const org = await seedOrg();
+    const deep = (levels: number) => '{"a":'.repeat(levels) + "1" + "}".repeat(levels);
+    const send = (path: string, type: string, body: string, credential: string) => call(path, { method: "POST", headers: { "content-type": type, ...bearer(credential) }, body });
+    const json = "application/json";
+    const urlencoded = "application/x-www-form-urlencoded";
+
+    expect(await read(await send("/v1/knowledge-base", json, `{"name":"kb","description":${deep(10_000)}}`, org.owner.apiKey))).toEqual([400, { status: "failed", error: "request body nests deeper than 64 levels" }]);
+    expect(await read(await send("/agents/add", json, `{"name":"deep","config":${deep(10_000)}}`, org.owner.token))).toEqual([400, { detail: "request body nests deeper than 64 levels" }]);
+    expect(await read(await send("/agents/add", json, '{"name":"proto","config":{"__proto__":{"polluted":true}}}', org.owner.token))).toEqual([400, { detail: "request body has a field named __proto__" }]);
+    // The same shapes as JSON text inside a form field, and as dotted field names.
+    const asText = await send("/agents/add", urlencoded, new URLSearchParams({ name: "deep-text", config: deep(10_000) }).toString(), org.owner.token);
+    expect(asText.status).toBe(422);
+    const dotted = await read(await send("/agents/add", urlencoded, `name=dotted&${"config.".repeat(10_000)}x=1`, org.owner.token));
+    expect(dotted[0]).toBe(400);
+    // Depth that real bodies use still works.
+    expect((await send("/agents/add", json, `{"name":"fine","config":${deep(20)}}`, org.owner.token)).status).toBe(200);
+    const agents = (await (await call("/agents/my", { headers: bearer(org.owner.token) })).json()) as { name: string }[];
+    expect(agents.map((a) => a.name)).toEqual(["fine"]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });

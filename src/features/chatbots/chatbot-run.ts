@@ -1,7 +1,7 @@
 import type { Env } from "../../env";
 import type { BeginResult, MessageSource } from "../../durable-objects/conversation-object";
 import { AppError, badRequest } from "../../lib/errors";
-import { fromBase64 } from "../../lib/crypto";
+import { decodeClientBase64 } from "../../lib/base64";
 import type { ChatbotServices } from "./chatbot-services";
 import { knowledgeBaseIdsOf, parseObject, type ChatbotRow } from "./chatbots.service";
 import { conversationNameFrom } from "./history-budget";
@@ -40,14 +40,8 @@ function decodeAudio(input: RunInput): { bytes: Uint8Array; mimeType: string } {
   const audio = input.audio;
   if (audio === undefined) throw badRequest("text or audio is required");
   const base64 = typeof audio === "string" ? audio : audio.raw_bytes;
-  let bytes: Uint8Array;
-  try {
-    bytes = fromBase64(base64.replace(/^data:[^,]*,/, "").replace(/\s+/g, ""));
-  } catch {
-    throw badRequest("audio: must be base64 text or a file part");
-  }
+  const bytes = decodeClientBase64(base64, "audio", MAX_AUDIO_BYTES);
   if (bytes.length === 0) throw badRequest("audio: is empty");
-  if (bytes.length > MAX_AUDIO_BYTES) throw new AppError("payload_too_large", `audio: must be at most ${MAX_AUDIO_BYTES} bytes`);
   const mimeType = input.audio_mime_type ?? (typeof audio === "string" ? "audio/mpeg" : audio.metadata.mime_type || "audio/mpeg");
   return { bytes, mimeType };
 }

@@ -1,6 +1,6 @@
 import type { Env } from "../../env";
 import { AppError, badRequest } from "../../lib/errors";
-import { fromBase64 } from "../../lib/crypto";
+import { decodeClientBase64 } from "../../lib/base64";
 import { newId } from "../../lib/ids";
 import type { ChatbotRow } from "./chatbots.service";
 import { conversationStub, createConversation, findConversation, type ConversationActor } from "./conversations.service";
@@ -9,6 +9,8 @@ import { conversationStub, createConversation, findConversation, type Conversati
 const TYPES_BY_EXTENSION: Record<string, string> = { txt: "text/plain", md: "text/markdown", markdown: "text/markdown", csv: "text/csv", json: "application/json" };
 const ALLOWED_TYPES = new Set(Object.values(TYPES_BY_EXTENSION));
 export const MAX_UPLOAD_BYTES = 1024 * 1024;
+/** The upload routes' body cap: a 1 MiB document is about 1.4 MiB as base64, plus the other fields. */
+export const MAX_UPLOAD_BODY_BYTES = 2 * 1024 * 1024;
 
 export interface UploadedFile {
   raw_bytes: string;
@@ -27,8 +29,7 @@ function mimeTypeOf(file: UploadedFile): string {
 /** Stores a document in R2 and attaches its text to the actor's conversation (a new one when none is named). */
 export async function attachDocument(env: Env, chatbot: ChatbotRow, actor: ConversationActor, conversationId: string | undefined, file: UploadedFile) {
   const mimeType = mimeTypeOf(file);
-  const bytes = fromBase64(file.raw_bytes);
-  if (bytes.length > MAX_UPLOAD_BYTES) throw new AppError("payload_too_large", `file: must be at most ${MAX_UPLOAD_BYTES} bytes`);
+  const bytes = decodeClientBase64(file.raw_bytes, "file", MAX_UPLOAD_BYTES);
   if (bytes.length === 0) throw badRequest("file: is empty");
   let text: string;
   try {

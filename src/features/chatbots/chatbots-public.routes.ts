@@ -11,13 +11,15 @@ import type { ChatbotServicesFactory } from "./chatbot-services";
 import { ChatbotIdParams, SessionBody, VisitorConversationParams, VisitorFeedbackBody, VisitorRunBody, VisitorUploadBody } from "./chatbots.schemas";
 import { canRun, parseObject, type ChatbotRow, type DeploymentSettings } from "./chatbots.service";
 import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
-import { attachDocument } from "./chatbot-uploads";
+import { attachDocument, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
 import { conversationRecord, feedbackValue, findConversation, listConversations, readConversation, setMessageFeedback, type ConversationActor } from "./conversations.service";
 import { publicProfile } from "./deployment.service";
 import { accessOf, assertOriginAllowed, consumeRateLimit, getDeployedChatbot, issueVisitorSession, verifyVisitorSession, visitorRateLimit, type VisitorSession } from "./visitor-access";
 import { keepAliveFor } from "./keep-alive";
 
 const SESSION_HEADER = "x-visitor-session";
+/** A visitor's message may carry audio (10 MiB, about 14 MiB as base64). */
+const MAX_VISITOR_RUN_BYTES = 16 * 1024 * 1024;
 /** New sessions per client address per minute, so nobody mints sessions to dodge the per-visitor limit. */
 const SESSIONS_PER_IP_PER_MINUTE = 30;
 
@@ -89,6 +91,7 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
       description: `Send the session in the \`${SESSION_HEADER}\` header (or \`visitor_session\`). A public chatbot starts a session for a first-time visitor and returns it as \`visitor_session\`. Answers like /v1/chatbot/{id}/run, streaming included.`,
       params: ChatbotIdParams,
       body: VisitorRunBody,
+      maxBodyBytes: MAX_VISITOR_RUN_BYTES,
       streams: true,
       responses: { 401: "Session required", 403: "Origin not allowed", 404: "Unknown or undeployed chatbot, or not your conversation", 429: "Rate limit" },
     },
@@ -139,7 +142,7 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
 
   defineRoute(
     app,
-    { ...pub, method: "post", path: "/chatbots/upload", summary: "A visitor attaches a text document (txt, md, csv, json; at most 1 MiB) to their conversation", body: VisitorUploadBody, responses: { 401: "Session required", 404: "Not this visitor's conversation", 413: "File too large", 429: "Rate limit" } },
+    { ...pub, method: "post", path: "/chatbots/upload", summary: "A visitor attaches a text document (txt, md, csv, json; at most 1 MiB) to their conversation", body: VisitorUploadBody, maxBodyBytes: MAX_UPLOAD_BODY_BYTES, responses: { 401: "Session required", 404: "Not this visitor's conversation", 413: "File too large", 429: "Rate limit" } },
     async (c, { body }) => {
       const row = await reachableChatbot(c, body.chatbot_id);
       const { session } = await visitorSession(c, row, body.visitor_session, false);

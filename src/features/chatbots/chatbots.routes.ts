@@ -26,7 +26,7 @@ import {
 } from "./chatbots.schemas";
 import { assertCanRun, chatbotRecord, createChatbot, deleteChatbot, fetchChatbot, getVisibleChatbot, listChatbots } from "./chatbots.service";
 import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
-import { attachDocument } from "./chatbot-uploads";
+import { attachDocument, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
 import {
   conversationRecord,
   conversationStub,
@@ -109,7 +109,7 @@ export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: Ch
     return c.json({ status: "success", terminated });
   });
 
-  defineRoute(app, { ...a, method: "post", path: "/v1/chatbot/:id/upload", summary: "Attach a text document (txt, md, csv, json; at most 1 MiB) to a conversation; its text informs later answers", params: IdParams, body: UploadBody, responses: { 404: "No such chatbot or conversation", 413: "File too large" } }, async (c, { params, body }) => {
+  defineRoute(app, { ...a, method: "post", path: "/v1/chatbot/:id/upload", summary: "Attach a text document (txt, md, csv, json; at most 1 MiB) to a conversation; its text informs later answers", params: IdParams, body: UploadBody, maxBodyBytes: MAX_UPLOAD_BODY_BYTES, responses: { 404: "No such chatbot or conversation", 413: "File too large" } }, async (c, { params, body }) => {
     const auth = c.get("auth");
     const chatbot = await getVisibleChatbot(c.env, auth, params.id);
     assertCanRun(chatbot, auth);

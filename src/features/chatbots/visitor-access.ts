@@ -7,7 +7,7 @@ import { AppError, notFound, rateLimited } from "../../lib/errors";
 import { hmacSha256Hex, sha256Hex, timingSafeEqual } from "../../lib/crypto";
 import { requireSecret } from "../../lib/config";
 import { newId } from "../../lib/ids";
-import { DEFAULT_RATE_LIMIT_PER_MINUTE, parseObject, type AccessSettings, type ChatbotRow } from "./chatbots.service";
+import { canRun, DEFAULT_RATE_LIMIT_PER_MINUTE, parseObject, type AccessSettings, type ChatbotRow } from "./chatbots.service";
 
 /** Visitor sessions last a day; then the visitor starts a new one (and no longer sees the old conversations). */
 export const VISITOR_SESSION_TTL_SECONDS = 24 * 60 * 60;
@@ -69,9 +69,11 @@ export async function verifyVisitorSession(env: Env, row: ChatbotRow, token: str
   const session: VisitorSession = { chatbotId, visitorId, userId: userId === "-" ? null : userId, expiresAt };
   if (accessOf(row).mode === "members") {
     if (!session.userId) throw sessionRequired();
-    // A member removed or suspended since the session was issued loses access at once.
-    const member = await database(env).select({ orgId: users.orgId, suspended: users.suspended }).from(users).where(eq(users.id, session.userId)).limit(1);
+    // Checked on every request, not only when the session was issued: a member deleted, suspended,
+    // moved out of the organization or dropped from the chatbot's runners loses access at once.
+    const member = await database(env).select({ orgId: users.orgId, role: users.role, suspended: users.suspended }).from(users).where(eq(users.id, session.userId)).limit(1);
     if (!member[0] || member[0].suspended || member[0].orgId !== row.orgId) throw sessionRequired();
+    if (!canRun(row, { userId: session.userId, role: member[0].role })) throw new AppError("forbidden", "only permitted members of the chatbot's organization may use it");
   }
   return session;
 }

@@ -3,13 +3,8 @@
  * laptop with no network: it reads /openapi.json, lists every operation by tag, and lets the
  * reader fill in parameters and a body and send the request with their own credential.
  */
-export const DOCS_PAGE = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Loom API reference</title>
-<style>
+/** The page's only style sheet, inline; the page policy allows it by its hash. */
+export const DOCS_STYLE = `
   :root { --ink: #1d2330; --muted: #5b6577; --line: #d9dee7; --bg: #f6f7f9; --accent: #3451b2; }
   * { box-sizing: border-box; }
   body { margin: 0; font: 14px/1.5 system-ui, -apple-system, Segoe UI, sans-serif; color: var(--ink); background: var(--bg); }
@@ -32,16 +27,10 @@ export const DOCS_PAGE = `<!doctype html>
   button { margin-top: 10px; padding: 6px 14px; border: 0; border-radius: 6px; background: var(--accent); color: #fff; cursor: pointer; }
   pre { background: #0f1420; color: #d8dee9; padding: 10px; border-radius: 6px; overflow: auto; max-height: 420px; white-space: pre-wrap; }
   .schema { color: var(--muted); font-size: 12px; }
-</style>
-</head>
-<body>
-<header>
-  <h1>Loom API</h1>
-  <input id="credential" placeholder="Bearer credential: an API key (sk_...) for /v1, an access token or API key for the rest" autocomplete="off">
-  <a href="/openapi.json">openapi.json</a>
-</header>
-<main id="root"><p>Loading the API description…</p></main>
-<script>
+`;
+
+/** The page's only script, inline; the page policy allows it by its hash (no 'unsafe-inline'). */
+export const DOCS_SCRIPT = `
 (function () {
   var credential = document.getElementById("credential");
   credential.value = sessionStorage.getItem("loom-credential") || "";
@@ -139,6 +128,23 @@ export const DOCS_PAGE = `<!doctype html>
     });
   }).catch(function (e) { document.getElementById("root").textContent = "Could not load /openapi.json: " + e; });
 })();
-</script>
+`;
+
+export const DOCS_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Loom API reference</title>
+<style>${DOCS_STYLE}</style>
+</head>
+<body>
+<header>
+  <h1>Loom API</h1>
+  <input id="credential" placeholder="Bearer credential: an API key (sk_...) for /v1, an access token or API key for the rest" autocomplete="off">
+  <a href="/openapi.json">openapi.json</a>
+</header>
+<main id="root"><p>Loading the API description…</p></main>
+<script>${DOCS_SCRIPT}</script>
 </body>
 </html>`;
