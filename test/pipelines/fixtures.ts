@@ -29,6 +29,19 @@ export const WITH_APPROVAL = {
 };
 
 let n = 0;
+/** A run that stays in progress (sleeping) until someone pauses or terminates it. */
+export const NAP = {
+  nodes: [
+    { id: "in", type: "input", config: { name: "q" } },
+    { id: "nap", type: "wait", config: { seconds: 600 } },
+    { id: "out", type: "output", config: { name: "answer", value: "{{nap}}" } },
+  ],
+  edges: [
+    { source: "in", target: "nap" },
+    { source: "nap", target: "out" },
+  ],
+};
+
 export const uniqueName = (prefix = "p"): string => `${prefix}-${Date.now().toString(36)}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
 
 export type Body = Record<string, unknown>;

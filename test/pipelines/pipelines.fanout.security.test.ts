@@ -6,7 +6,7 @@ import { AppError } from "../../src/lib/errors";
 import { resumeRuns, terminateRun } from "../../src/features/pipelines/pipeline-run-control";
 import { bulkRunPipeline, startPipelineRun } from "../../src/features/pipelines/pipeline-runs.service";
 import { productionNodeServices } from "../../src/features/pipelines/pipeline-services";
-import { createPipeline, send, SMALLEST, uniqueName, useServices } from "./fixtures";
+import { createPipeline, send, SMALLEST, uniqueName, useServices, NAP } from "./fixtures";
 
 /**
  * Sub-pipeline fan-out and the concurrency limit. Limits are lowered per test by handing the
@@ -30,17 +30,6 @@ function fanOut(child: string, width: number, prefix = "f") {
   };
 }
 
-const NAP = {
-  nodes: [
-    { id: "in", type: "input", config: { name: "q" } },
-    { id: "nap", type: "wait", config: { seconds: 600 } },
-    { id: "out", type: "output", config: { name: "answer", value: "{{nap}}" } },
-  ],
-  edges: [
-    { source: "in", target: "nap" },
-    { source: "nap", target: "out" },
-  ],
-};
 
 async function count(query: string, ...params: string[]): Promise<number> {
   return ((await env.DB.prepare(query).bind(...params).first<{ n: number }>()) as { n: number }).n;

@@ -1,23 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { call, seedOrg } from "../helpers";
-import { createPipeline, send, SMALLEST, waitForRun, WITH_APPROVAL } from "./fixtures";
+import { createPipeline, send, SMALLEST, waitForRun, WITH_APPROVAL, NAP } from "./fixtures";
 
 const notFound = (what: string) => ({ status: 404, body: { status: "failed", error: `${what} not found` } });
 const forbidden = (error: string) => ({ status: 403, body: { status: "failed", error } });
 const ok = { status: 200, body: { status: "success" } };
 
-/** A run that stays in progress (sleeping) until someone pauses or terminates it. */
-const NAP = {
-  nodes: [
-    { id: "in", type: "input", config: { name: "q" } },
-    { id: "nap", type: "wait", config: { seconds: 600 } },
-    { id: "out", type: "output", config: { name: "answer", value: "{{nap}}" } },
-  ],
-  edges: [
-    { source: "in", target: "nap" },
-    { source: "nap", target: "out" },
-  ],
-};
 
 async function startRun(key: string, pipelineId: string, background = true): Promise<string> {
   const run = await send(key, "POST", `/v1/pipeline/${pipelineId}/run`, { inputs: { q: "x" }, background });
