@@ -165,6 +165,9 @@ export function clearlyInvalid(field: JsonSchema, value: HostileValue, encoding:
     return false;
   }
   if (typeof instance === "string" && !textOnly) return false;
+  // A declared field sent as null is "not set" (the hosted SDK sends every unset option so):
+  // a required one is then missing and refused, an optional one takes its default.
+  if (instance === null) return false;
   try {
     return !new Validator(field as Schema, "2020-12").validate(instance).valid;
   } catch {
