@@ -46,7 +46,7 @@ function isPresenceFlag(value: unknown): boolean {
 function setPath(target: Json, dotted: string, value: unknown): void {
   const parts = dotted.split(".");
   if (parts.some((p) => p === "" || FORBIDDEN_KEYS.has(p))) throw badRequest(`invalid field name: ${dotted.slice(0, 100)}`);
-  if (parts.length > MAX_JSON_DEPTH) throw badRequest(`request body nests deeper than ${MAX_JSON_DEPTH} levels (field name ${dotted.slice(0, 100)}…)`);
+  if (parts.length > MAX_JSON_DEPTH) throw badRequest(`request body nests deeper than ${MAX_JSON_DEPTH} levels`);
   let node = target;
   for (const part of parts.slice(0, -1)) {
     const existing = node[part];
