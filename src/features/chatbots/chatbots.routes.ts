@@ -24,9 +24,10 @@ import {
   TerminateBody,
   UploadBody,
 } from "./chatbots.schemas";
-import { assertCanRun, chatbotRecord, createChatbot, deleteChatbot, fetchChatbot, getVisibleChatbot, listChatbots } from "./chatbots.service";
+import { assertCanRun, chatbotRecord, deleteChatbot, fetchChatbot, getVisibleChatbot, listChatbots } from "./chatbots.service";
+import { createChatbot } from "./chatbot-create";
 import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
-import { attachDocument } from "./chatbot-uploads";
+import { attachUploads } from "./chatbot-uploads";
 import {
   conversationRecord,
   conversationStub,
@@ -113,7 +114,7 @@ export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: Ch
     const auth = c.get("auth");
     const chatbot = await getVisibleChatbot(c.env, auth, params.id);
     assertCanRun(chatbot, auth);
-    return c.json({ status: "success", ...(await attachDocument(c.env, chatbot, { kind: "user", userId: auth.userId }, body.conversation_id, body.file)) });
+    return c.json({ status: "success", ...(await attachUploads(c.env, chatbot, { kind: "user", userId: auth.userId }, body)) });
   });
 
   // ---- Group B: the application backend. Static paths first: `/chatbots/:id` would swallow them. ----
