@@ -110,7 +110,7 @@ export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: Ch
     return c.json({ status: "success", terminated });
   });
 
-  defineRoute(app, { ...a, method: "post", path: "/v1/chatbot/:id/upload", summary: "Attach a text document (txt, md, csv, json; at most 1 MiB) to a conversation; its text informs later answers", params: IdParams, body: UploadBody, responses: { 404: "No such chatbot or conversation", 413: "File too large" } }, async (c, { params, body }) => {
+  defineRoute(app, { ...a, method: "post", path: "/v1/chatbot/:id/upload", summary: "Attach text documents (txt, md, csv, json; at most 1 MiB each) to a conversation: one part `file`, or up to 10 parts `files` (the hosted SDK's form); their text informs later answers", params: IdParams, body: UploadBody, responses: { 404: "No such chatbot or conversation", 413: "File too large" } }, async (c, { params, body }) => {
     const auth = c.get("auth");
     const chatbot = await getVisibleChatbot(c.env, auth, params.id);
     assertCanRun(chatbot, auth);
