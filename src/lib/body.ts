@@ -42,6 +42,10 @@ function isPresenceFlag(value: unknown): boolean {
   return typeof value === "string" && value.trim().toLowerCase() === "true";
 }
 
+function isFilePart(value: unknown): boolean {
+  return isPlainObject(value) && value.type === "file" && typeof value.raw_bytes === "string";
+}
+
 /** Sets `value` at a dotted path, turning repeated keys into arrays and merging objects. */
 function setPath(target: Json, dotted: string, value: unknown): void {
   const parts = dotted.split(".");
@@ -69,6 +73,8 @@ function setPath(target: Json, dotted: string, value: unknown): void {
   const last = parts[parts.length - 1];
   const existing = node[last];
   if (existing === undefined) node[last] = value;
+  // Two file parts of one name are two files (the hosted SDK's `files` parts), never one merged.
+  else if (isFilePart(existing) && isFilePart(value)) node[last] = [existing, value];
   // Explicit dotted fields (set first) refine a file part or JSON object rather than being lost.
   else if (isPlainObject(existing) && isPlainObject(value)) mergeMissing(existing, value);
   else if (isPlainObject(existing) && isPresenceFlag(value)) return;

@@ -40,7 +40,8 @@ export function fakeServices(recorded: Recorded, overrides: Partial<ChatbotServi
       return query.knowledgeBaseIds.length > 0 ? [KB_SOURCE] : [];
     },
     async runPipeline(input) {
-      return { answer: `pipeline says ${String(input.inputs.query)}` };
+      // The message arrives in whichever input the chatbot names (`query` by default, or the pipeline's only input).
+      return { answer: `pipeline says ${String(input.inputs.query ?? Object.values(input.inputs)[0])}` };
     },
     async transcribe(input) {
       recorded.transcribed.push({ mimeType: input.mimeType, size: input.audio.length });

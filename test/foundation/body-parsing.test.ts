@@ -27,6 +27,13 @@ describe("one body parser for JSON, multipart and urlencoded", () => {
     });
   });
 
+  it("keeps repeated multipart file parts of one name as a list of files, in order (the SDK's `files` parts)", async () => {
+    const form = new FormData();
+    for (const name of ["a.txt", "b.txt", "c.txt"]) form.append("files", new File([name], name, { type: "text/plain" }));
+    const parsed = await parseRequestBody(new Request("http://loom.test/x", { method: "POST", body: form }));
+    expect((parsed.files as { metadata: { name: string } }[]).map((f) => f.metadata.name)).toEqual(["a.txt", "b.txt", "c.txt"]);
+  });
+
   it("treats a field sent as null as not set, at the top and in declared nested objects; free-form data keeps its nulls", async () => {
     const json = JSON.stringify({ a: null, b: { c: null, d: 1 }, list: [null] });
     expect(await parseRequestBody(request("application/json", json))).toEqual({ b: { c: null, d: 1 }, list: [null] });

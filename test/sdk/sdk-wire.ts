@@ -31,6 +31,8 @@ export interface SdkFilePart {
   field: string;
   filename: string;
   content: string | Uint8Array;
+  /** `requests` with a `(name, content, mime)` tuple (as `upload_files` sends) or `aiohttp` give the part a content type. */
+  contentType?: string;
 }
 
 /** The multipart body `requests` builds from `data=` (strings) and `files=[(field, open(path, "rb"))]`. */
@@ -40,7 +42,8 @@ export function sdkMultipart(fields: [string, string][], files: SdkFilePart[]): 
   const chunks: Uint8Array[] = [];
   for (const [name, value] of fields) chunks.push(encoder.encode(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
   for (const file of files) {
-    chunks.push(encoder.encode(`--${boundary}\r\nContent-Disposition: form-data; name="${file.field}"; filename="${file.filename}"\r\n\r\n`));
+    const type = file.contentType ? `Content-Type: ${file.contentType}\r\n` : "";
+    chunks.push(encoder.encode(`--${boundary}\r\nContent-Disposition: form-data; name="${file.field}"; filename="${file.filename}"\r\n${type}\r\n`));
     chunks.push(typeof file.content === "string" ? encoder.encode(file.content) : file.content);
     chunks.push(encoder.encode("\r\n"));
   }

@@ -7,6 +7,7 @@ import { knowledgeBaseIdsOf, parseObject, type ChatbotRow } from "./chatbots.ser
 import { conversationNameFrom } from "./history-budget";
 import { conversationStub, createConversation, findConversation, recordTurn, type ConversationActor, type ConversationRow } from "./conversations.service";
 import type { RunInput } from "./chatbots.schemas";
+import { knowledgeScope, type KnowledgeScope } from "./chatbot-filter";
 
 /** Tokens of earlier messages given to the model with each turn. */
 export const HISTORY_TOKEN_BUDGET = 3000;
@@ -21,6 +22,8 @@ export interface PreparedRun {
   conversation: ConversationRow;
   text: string;
   showSources: boolean;
+  /** The run's `filter`, when given: which knowledge bases and documents this message searches. */
+  scope?: KnowledgeScope;
 }
 
 export interface RunResult {
@@ -54,6 +57,9 @@ export async function prepareRun(env: Env, services: ChatbotServices, chatbot: C
   if (input.text !== undefined && input.audio !== undefined) throw badRequest("give text or audio, not both");
   let text = input.text?.trim() ?? "";
   if (input.text !== undefined && text === "") throw badRequest("text: must not be blank");
+  // A filter narrows the chatbot's own knowledge-base search; a pipeline takes no filter, so one is refused rather than ignored.
+  if (input.filter !== undefined && chatbot.pipelineId) throw badRequest("filter: narrows a knowledge-base chatbot's search; this chatbot answers through a pipeline, which takes no filter");
+  const scope = input.filter !== undefined ? knowledgeScope(knowledgeBaseIdsOf(chatbot), input.filter) : undefined;
   const existing = input.conversation_id ? await findConversation(env, chatbot, actor, input.conversation_id) : null;
   if (input.text === undefined) {
     const audio = decodeAudio(input);
@@ -61,7 +67,7 @@ export async function prepareRun(env: Env, services: ChatbotServices, chatbot: C
     if (text === "") throw badRequest("audio: no speech was recognised");
   }
   const conversation = existing ?? (await createConversation(env, chatbot, actor, conversationNameFrom(text)));
-  return { chatbot, conversation, text, showSources };
+  return { chatbot, conversation, text, showSources, scope };
 }
 
 function toAppError(error: unknown): AppError {
@@ -115,7 +121,7 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
       if (text) await onPiece(text);
     } else {
       const options = parseObject<{ top_k?: number; score_cutoff?: number }>(chatbot.queryOptions);
-      sources = await services.queryKnowledgeBases({ orgId: chatbot.orgId, userId: chatbot.ownerId, knowledgeBaseIds: knowledgeBaseIdsOf(chatbot), query: run.text, topK: options.top_k ?? 5, scoreCutoff: options.score_cutoff ?? null });
+      sources = await services.queryKnowledgeBases({ orgId: chatbot.orgId, userId: chatbot.ownerId, knowledgeBaseIds: run.scope?.knowledgeBaseIds ?? knowledgeBaseIdsOf(chatbot), filters: run.scope?.filters, query: run.text, topK: options.top_k ?? 5, scoreCutoff: options.score_cutoff ?? null });
       const events = services.answer({
         orgId: chatbot.orgId,
         model: chatbot.model,

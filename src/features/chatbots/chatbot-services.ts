@@ -41,6 +41,8 @@ export interface KnowledgeQuery {
   /** The chatbot's owner: knowledge bases are read with the owner's rights, visitors have none. */
   userId: string;
   knowledgeBaseIds: string[];
+  /** Per knowledge base id: a metadata filter in the knowledge-base query's `filter` language (a run's `filter`). */
+  filters?: Record<string, Record<string, unknown>>;
   query: string;
   topK: number;
   scoreCutoff: number | null;
@@ -86,8 +88,11 @@ async function ownerAuth(env: Env, orgId: string, userId: string): Promise<AuthC
 async function queryKnowledge(env: Env, query: KnowledgeQuery): Promise<MessageSource[]> {
   if (query.knowledgeBaseIds.length === 0) return [];
   const auth = await ownerAuth(env, query.orgId, query.userId);
-  const body = QueryBody.parse({ queries: [query.query], search_metadata: { top_k: query.topK }, config: query.scoreCutoff === null ? {} : { score_cutoff: query.scoreCutoff } });
-  const results = await Promise.all(query.knowledgeBaseIds.map(async (kbId) => ({ kbId, result: await queryKnowledgeBase(env, auth, kbId, body) })));
+  const bodyFor = (kbId: string) => {
+    const filter = query.filters?.[kbId];
+    return QueryBody.parse({ queries: [query.query], search_metadata: { top_k: query.topK, ...(filter ? { filter } : {}) }, config: query.scoreCutoff === null ? {} : { score_cutoff: query.scoreCutoff } });
+  };
+  const results = await Promise.all(query.knowledgeBaseIds.map(async (kbId) => ({ kbId, result: await queryKnowledgeBase(env, auth, kbId, bodyFor(kbId)) })));
   return results
     .flatMap(({ kbId, result }) =>
       (result.chunks ?? []).map((item) => ({

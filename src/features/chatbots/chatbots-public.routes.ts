@@ -3,7 +3,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { cors } from "hono/cors";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
-import { AppError } from "../../lib/errors";
+import { AppError, badRequest } from "../../lib/errors";
 import { verifyPassword } from "../../lib/crypto";
 import { authenticate } from "../../middleware/auth";
 import { clientIdentity } from "../../middleware/client-identity";
@@ -11,7 +11,7 @@ import type { ChatbotServicesFactory } from "./chatbot-services";
 import { ChatbotIdParams, SessionBody, VisitorConversationParams, VisitorFeedbackBody, VisitorRunBody, VisitorUploadBody } from "./chatbots.schemas";
 import { canRun, parseObject, type ChatbotRow, type DeploymentSettings } from "./chatbots.service";
 import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
-import { attachDocument, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
+import { attachUploads, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
 import { conversationRecord, feedbackValue, findConversation, listConversations, readConversation, setMessageFeedback, type ConversationActor } from "./conversations.service";
 import { publicProfile } from "./deployment.service";
 import { accessOf, assertOriginAllowed, consumeRateLimit, getDeployedChatbot, issueVisitorSession, verifyVisitorSession, visitorRateLimit, type VisitorSession } from "./visitor-access";
@@ -97,6 +97,8 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
     },
     async (c, { params, body }) => {
       const env = c.env;
+      // Visitors may not narrow the owner's knowledge: a metadata filter would let them probe metadata the answers never show.
+      if (body.filter !== undefined) throw badRequest("filter: is not available to visitors of a deployed chatbot");
       const row = await reachableChatbot(c, params.chatbot_id);
       const { session, issued } = await visitorSession(c, row, body.visitor_session, true);
       const limit = visitorRateLimit(row);
@@ -147,7 +149,7 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
       const row = await reachableChatbot(c, body.chatbot_id);
       const { session } = await visitorSession(c, row, body.visitor_session, false);
       await consumeRateLimit(c.env, `run:${row.id}:${session.visitorId}`, visitorRateLimit(row));
-      return c.json({ status: "success", ...(await attachDocument(c.env, row, actorOf(session), body.conversation_id, body.file)) });
+      return c.json({ status: "success", ...(await attachUploads(c.env, row, actorOf(session), body)) });
     },
   );
 }

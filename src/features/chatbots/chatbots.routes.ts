@@ -24,9 +24,10 @@ import {
   TerminateBody,
   UploadBody,
 } from "./chatbots.schemas";
-import { assertCanRun, chatbotRecord, createChatbot, deleteChatbot, fetchChatbot, getVisibleChatbot, listChatbots } from "./chatbots.service";
+import { assertCanRun, chatbotRecord, deleteChatbot, fetchChatbot, getVisibleChatbot, listChatbots } from "./chatbots.service";
+import { createChatbot } from "./chatbot-create";
 import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
-import { attachDocument, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
+import { attachUploads, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
 import {
   conversationRecord,
   conversationStub,
@@ -109,11 +110,11 @@ export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: Ch
     return c.json({ status: "success", terminated });
   });
 
-  defineRoute(app, { ...a, method: "post", path: "/v1/chatbot/:id/upload", summary: "Attach a text document (txt, md, csv, json; at most 1 MiB) to a conversation; its text informs later answers", params: IdParams, body: UploadBody, maxBodyBytes: MAX_UPLOAD_BODY_BYTES, responses: { 404: "No such chatbot or conversation", 413: "File too large" } }, async (c, { params, body }) => {
+  defineRoute(app, { ...a, method: "post", path: "/v1/chatbot/:id/upload", summary: "Attach text documents (txt, md, csv, json; at most 1 MiB each) to a conversation: one part `file`, or up to 10 parts `files` (the hosted SDK's form); their text informs later answers", params: IdParams, body: UploadBody, maxBodyBytes: MAX_UPLOAD_BODY_BYTES, responses: { 404: "No such chatbot or conversation", 413: "File too large" } }, async (c, { params, body }) => {
     const auth = c.get("auth");
     const chatbot = await getVisibleChatbot(c.env, auth, params.id);
     assertCanRun(chatbot, auth);
-    return c.json({ status: "success", ...(await attachDocument(c.env, chatbot, { kind: "user", userId: auth.userId }, body.conversation_id, body.file)) });
+    return c.json({ status: "success", ...(await attachUploads(c.env, chatbot, { kind: "user", userId: auth.userId }, body)) });
   });
 
   // ---- Group B: the application backend. Static paths first: `/chatbots/:id` would swallow them. ----

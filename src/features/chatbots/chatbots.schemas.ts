@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { ROLES } from "../../env";
 import { zArray, zBool, zId, zInt, zJsonObject, zNumber, zString } from "../../lib/schema";
 import { BlockedUrlError, checkUrl } from "../../lib/ssrf-guard";
+import { MAX_FILTER_CHARS } from "../knowledge-bases/knowledge-bases.schemas";
 
 /** `<connection>/<model>`: the connection name as the connections feature allows it, then the provider's model name. */
 const ModelName = z
@@ -28,21 +29,6 @@ const QueryOptions = zJsonObject(
     .strict(),
 );
 
-export const ChatbotCreateBody = z
-  .object({
-    name: zString(1, 200),
-    description: zString(0, 2000).optional().default(""),
-    pipeline: PipelineRef.optional().openapi({ description: "Answer through this pipeline: `{id, input, output}`." }),
-    pipeline_id: zId().optional().openapi({ description: "Alias of `pipeline.id`." }),
-    knowledge_base_ids: zArray(zId(), 20).optional(),
-    system_prompt: zString(0, 20_000).optional(),
-    model: ModelName.optional().openapi({ description: "`<connection>/<model>`; absent: the offline extractive answerer." }),
-    follow_up_questions: zInt(0, 5).optional().default(0),
-    query_options: QueryOptions.optional(),
-    browser_extension: zBool().optional().default(false),
-  })
-  .openapi("Body_create_chatbot");
-export type ChatbotCreateInput = z.output<typeof ChatbotCreateBody>;
 
 export const IdParams = z.object({ id: zId() });
 export const ChatbotIdParams = z.object({ chatbot_id: zId() });
@@ -63,6 +49,10 @@ export const RunBody = z
     audio_mime_type: zString(1, 100).optional(),
     conversation_id: zId().optional(),
     stream: zBool().optional().default(false),
+    filter: z
+      .union([z.string().max(MAX_FILTER_CHARS), z.record(z.string(), z.unknown())])
+      .optional()
+      .openapi({ description: "Knowledge-base chatbots only: the SDK's `{filter_items, selection_mode}` (which of the chatbot's knowledge bases and documents to search), or a metadata filter in the knowledge-base query's `filter` language." }),
   })
   .openapi("Body_run_chatbot");
 export type RunInput = z.output<typeof RunBody>;
@@ -80,7 +70,12 @@ const FilePart = z.object({
 export const UploadBody = z
   .object({
     conversation_id: zId().optional(),
-    file: FilePart.openapi({ description: "The document (multipart file part)." }),
+    file: FilePart.optional().openapi({ description: "The document (multipart file part). Answer: `{conversation_id, attachment}`." }),
+    files: z
+      .union([FilePart, z.array(FilePart)])
+      .optional()
+      .openapi({ description: "The hosted SDK's form: one or more parts named `files`. Answer: `{conversation_id, knowledge_base_id, uploaded_files, document_id}`." }),
+    message_index: zInt(0, 1_000_000).optional().openapi({ description: "Accepted for the hosted SDK; Loom attaches documents to the whole conversation." }),
   })
   .openapi("Body_upload_chatbot_document");
 
@@ -210,3 +205,38 @@ export const ChatWorkspaceBody = z
 export type ChatWorkspaceInput = z.output<typeof ChatWorkspaceBody>;
 
 export const SessionBody = z.object({ password: zString(1, 200).optional() }).openapi("Body_deployed_session");
+
+/*
+ * The option objects of the hosted SDK's `Chatbot.new`, mapped onto Loom's settings routes. The
+ * read-only keys a fetched record carries (`has_password`, `..._last_four`) are accepted and
+ * ignored, so a fetched record's options can be sent back; any other unknown key is a 400.
+ */
+const ignored = z.unknown().optional();
+const DeploymentOptions = DeploymentBody.omit({ chatbot_id: true }).strict();
+const AccessOptions = AccessBody.omit({ chatbot_id: true }).extend({ has_password: ignored }).strict();
+const TelephonyOptions = TelephonyBody.omit({ chatbot_id: true }).extend({ has_auth_token: ignored, auth_token_last_four: ignored }).strict();
+const ChatWorkspaceOptions = ChatWorkspaceBody.omit({ chatbot_id: true }).extend({ has_signing_secret: ignored, has_bot_token: ignored, bot_token_last_four: ignored }).strict();
+
+export const ChatbotCreateBody = z
+  .object({
+    name: zString(1, 200),
+    description: zString(0, 2000).optional().default(""),
+    pipeline: PipelineRef.optional().openapi({ description: "Answer through this pipeline: `{id, input, output}`." }),
+    pipeline_id: zId().optional().openapi({ description: "Alias of `pipeline.id`." }),
+    knowledge_base_ids: zArray(zId(), 20).optional(),
+    system_prompt: zString(0, 20_000).optional(),
+    model: ModelName.optional().openapi({ description: "`<connection>/<model>`; absent: the offline extractive answerer." }),
+    follow_up_questions: zInt(0, 5).optional().default(0),
+    query_options: QueryOptions.optional(),
+    browser_extension: zBool().optional().default(false),
+    // The hosted SDK's `Chatbot.new` form: node names and option objects at the top level.
+    input: zString(0, 100).optional().openapi({ description: "The pipeline input that receives the message, by input name or input node id (\"\": not set). Same as `pipeline.input`." }),
+    output: zString(0, 100).optional().openapi({ description: "The pipeline output that is the answer, by output name or output node id (\"\": not set). Same as `pipeline.output`." }),
+    deployment_options: zJsonObject(DeploymentOptions).optional().openapi({ description: "As /chatbots/update/deployment (without chatbot_id)." }),
+    access_config: zJsonObject(AccessOptions).optional().openapi({ description: "As /chatbots/update/access (without chatbot_id)." }),
+    twilio_config: zJsonObject(TelephonyOptions).optional().openapi({ description: "As /chatbots/update/telephony (without chatbot_id); auth_token: owner or admin only." }),
+    slack_config: zJsonObject(ChatWorkspaceOptions).optional().openapi({ description: "As /chatbots/update/chatworkspace (without chatbot_id); secrets and api_base_url: owner or admin only." }),
+    deployed: zBool().optional().openapi({ description: "true: deploy at once (as /chatbots/deploy)." }),
+  })
+  .openapi("Body_create_chatbot");
+export type ChatbotCreateInput = z.output<typeof ChatbotCreateBody>;

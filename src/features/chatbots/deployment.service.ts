@@ -28,9 +28,13 @@ function definedFields<T extends object>(input: T, skip: string[]): string[] {
     .map(([key]) => key);
 }
 
-function mergedDeployment(row: ChatbotRow, input: DeploymentInput): DeploymentSettings {
+/** The settings routes' inputs without the chatbot they name: what `Chatbot.new`'s option objects carry. */
+type Settings<T> = Omit<T, "chatbot_id">;
+
+function mergedDeployment(row: ChatbotRow, input: Settings<DeploymentInput>): DeploymentSettings {
   const current = parseObject<DeploymentSettings>(row.deployment);
-  const { chatbot_id: _id, browser_extension: _ext, ...settings } = input;
+  // chatbot_id (on the settings routes) names the chatbot; it is not a setting.
+  const { browser_extension: _ext, ...settings } = { ...input, chatbot_id: undefined };
   const next: DeploymentSettings = { ...current };
   for (const [key, value] of Object.entries(settings)) if (value !== undefined) (next as Record<string, unknown>)[key] = value;
   return next;
@@ -48,23 +52,32 @@ export async function undeploy(env: Env, auth: AuthContext, chatbotId: string): 
   return saveChatbot(env, auth, row, { deployed: false, deployedAt: null }, "chatbot.undeploy", []);
 }
 
-export async function updateDeployment(env: Env, auth: AuthContext, input: DeploymentInput): Promise<ChatbotRow> {
-  const row = await editable(env, auth, input.chatbot_id);
+export function deploymentChanges(row: ChatbotRow, input: Settings<DeploymentInput>): Partial<ChatbotRow> {
   const changes: Partial<ChatbotRow> = { deployment: JSON.stringify(mergedDeployment(row, input)) };
   if (input.browser_extension !== undefined) changes.browserExtension = input.browser_extension;
+  return changes;
+}
+
+export async function updateDeployment(env: Env, auth: AuthContext, input: DeploymentInput): Promise<ChatbotRow> {
+  const row = await editable(env, auth, input.chatbot_id);
+  const changes = deploymentChanges(row, input);
   return saveChatbot(env, auth, row, changes, "chatbot.update_deployment", definedFields(input, ["chatbot_id"]));
 }
 
 export async function updateAccess(env: Env, auth: AuthContext, input: AccessInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
+  // The password never appears in the audit log, only that it changed.
+  return saveChatbot(env, auth, row, await accessChanges(row, input), "chatbot.update_access", definedFields(input, ["chatbot_id"]));
+}
+
+export async function accessChanges(row: ChatbotRow, input: Settings<AccessInput>): Promise<Partial<ChatbotRow>> {
   const next = { ...parseObject<AccessSettings>(row.access) };
   if (input.mode) next.mode = input.mode;
   if (input.password) next.password_hash = await hashPassword(input.password);
   if (input.allowed_origins) next.allowed_origins = input.allowed_origins.map((origin) => origin.replace(/\/$/, ""));
   if (input.rate_limit_per_minute) next.rate_limit_per_minute = input.rate_limit_per_minute;
   if (next.mode === "password" && !next.password_hash) throw badRequest("password: is required when mode is password");
-  // The password never appears in the audit log, only that it changed.
-  return saveChatbot(env, auth, row, { access: JSON.stringify(next) }, "chatbot.update_access", definedFields(input, ["chatbot_id"]));
+  return { access: JSON.stringify(next) };
 }
 
 export async function updateRbac(env: Env, auth: AuthContext, input: RbacInput): Promise<ChatbotRow> {
@@ -85,6 +98,10 @@ async function seal(env: Env, secret: string): Promise<string> {
 
 export async function updateTelephony(env: Env, auth: AuthContext, input: TelephonyInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
+  return saveChatbot(env, auth, row, await telephonyChanges(env, auth, row, input), "chatbot.update_telephony", definedFields(input, ["chatbot_id"]));
+}
+
+export async function telephonyChanges(env: Env, auth: AuthContext, row: ChatbotRow, input: Settings<TelephonyInput>): Promise<Partial<ChatbotRow>> {
   assertMayChangeIntegration(auth, { auth_token: input.auth_token });
   const next: TelephonySettings = { ...parseObject<TelephonySettings>(row.telephony) };
   if (input.account_sid) next.account_sid = input.account_sid;
@@ -97,11 +114,15 @@ export async function updateTelephony(env: Env, auth: AuthContext, input: Teleph
   }
   if (next.enabled && !(changes.telephonyTokenSealed ?? row.telephonyTokenSealed)) throw badRequest("auth_token: is required to enable the telephony integration");
   changes.telephony = JSON.stringify(next);
-  return saveChatbot(env, auth, row, changes, "chatbot.update_telephony", definedFields(input, ["chatbot_id"]));
+  return changes;
 }
 
 export async function updateChatWorkspace(env: Env, auth: AuthContext, input: ChatWorkspaceInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
+  return saveChatbot(env, auth, row, await chatWorkspaceChanges(env, auth, row, input), "chatbot.update_chatworkspace", definedFields(input, ["chatbot_id"]));
+}
+
+export async function chatWorkspaceChanges(env: Env, auth: AuthContext, row: ChatbotRow, input: Settings<ChatWorkspaceInput>): Promise<Partial<ChatbotRow>> {
   assertMayChangeIntegration(auth, { api_base_url: input.api_base_url, signing_secret: input.signing_secret, bot_token: input.bot_token });
   const next: ChatWorkspaceSettings = { ...parseObject<ChatWorkspaceSettings>(row.chatworkspace) };
   if (input.team_id) next.team_id = input.team_id;
@@ -116,7 +137,7 @@ export async function updateChatWorkspace(env: Env, auth: AuthContext, input: Ch
   if (next.enabled && !(changes.chatworkspaceSigningSealed ?? row.chatworkspaceSigningSealed)) throw badRequest("signing_secret: is required to enable the chat workspace integration");
   if (next.enabled && !(changes.chatworkspaceTokenSealed ?? row.chatworkspaceTokenSealed)) throw badRequest("bot_token: is required to enable the chat workspace integration");
   changes.chatworkspace = JSON.stringify(next);
-  return saveChatbot(env, auth, row, changes, "chatbot.update_chatworkspace", definedFields(input, ["chatbot_id"]));
+  return changes;
 }
 
 /**
