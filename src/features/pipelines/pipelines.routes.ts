@@ -2,10 +2,10 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
 import type { AppBindings } from "../../env";
 import { FetchQuery, ListQuery } from "../../lib/ownership";
+import { badRequest } from "../../lib/errors";
 import { defineRoute } from "../../lib/route";
 import {
   PipelineBulkRunBody,
-  PipelineCreateBody,
   PipelineParams,
   PipelineResumeBody,
   PipelineRunBody,
@@ -13,7 +13,8 @@ import {
   PipelineRunParams,
   PipelineRunsQuery,
 } from "./pipelines.schemas";
-import { createPipeline, deletePipeline, fetchPipeline, listPipelines } from "./pipelines.service";
+import { createPipeline, deletePipeline, fetchPipeline, listPipelines, updatePipeline } from "./pipelines.service";
+import { PipelineCreateRequest, PipelineUpdateRequest, toDefinition } from "./pipeline-definition-body";
 import { getRunStatus, listRuns, pauseRun, resumeRuns, terminateRun } from "./pipeline-run-control";
 import { bulkRunPipeline, runAnswer, startPipelineRun, streamRun } from "./pipeline-runs.service";
 
@@ -23,8 +24,26 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
 
   defineRoute(
     app,
-    { ...base, method: "post", path: "/v1/pipeline", summary: "Create a pipeline", description: "Rejects cycles, dangling edges, unknown node types, unusable references, template variables that point nowhere and sub-pipelines nested or fanned out past the run limits, naming the node.", body: PipelineCreateBody, responses: { 403: "Viewers cannot create", 409: "Name taken" } },
-    async (c, { body }) => c.json(await createPipeline(c.env, c.get("auth"), body)),
+    { ...base, method: "post", path: "/v1/pipeline", summary: "Create a pipeline", description: "In Loom's format or the editor format (`nodes` keyed by node id). Rejects cycles, dangling edges, unknown node types, unusable references, template variables that point nowhere and sub-pipelines nested or fanned out past the run limits, naming the node. Answers `{status, id, branch_id, version}`.", body: PipelineCreateRequest, responses: { 403: "Viewers cannot create", 409: "Name taken" } },
+    async (c, { body }) => {
+      const definition = toDefinition(body);
+      return c.json(await createPipeline(c.env, c.get("auth"), { ...definition, name: definition.name ?? "" }));
+    },
+  );
+
+  defineRoute(
+    app,
+    {
+      ...base,
+      method: "post",
+      path: "/v1/update/pipeline/:id",
+      summary: "Replace a pipeline's definition (a new version)",
+      description: "The editor's `save`: in either format, checked as a creation is. Runs already started keep the version they started with. Allowed to the pipeline's owner and admins. Answers `{status, id, branch_id, version}`.",
+      params: PipelineParams,
+      body: PipelineUpdateRequest,
+      responses: { 403: "Not yours", 404: "No such pipeline", 409: "Name taken" },
+    },
+    async (c, { params, body }) => c.json(await updatePipeline(c.env, c.get("auth"), params.id, toDefinition(body))),
   );
 
   defineRoute(app, { ...base, method: "get", path: "/v1/pipeline", summary: "Fetch a pipeline by id or name", query: FetchQuery, responses: { 404: "No such pipeline" } }, async (c, { query }) =>
@@ -55,8 +74,13 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
     },
     async (c, { params, body }) => {
       const auth = c.get("auth");
-      if (!body.stream) return c.json(runAnswer(await startPipelineRun(c.env, auth, params.id, body.inputs, { background: body.background })));
-      const started = await startPipelineRun(c.env, auth, params.id, body.inputs, { background: true, startDelayMs: 0 });
+      const { inputs: given, stream, background, ...fileParts } = body;
+      // A file part beside `inputs` is the input it is named after; a value given in `inputs` too is ambiguous.
+      const clash = Object.keys(fileParts).find((name) => name in given);
+      if (clash) throw badRequest(`${clash}: given both as a file part and in inputs`);
+      const inputs = { ...given, ...fileParts };
+      if (!stream) return c.json(runAnswer(await startPipelineRun(c.env, auth, params.id, inputs, { background })));
+      const started = await startPipelineRun(c.env, auth, params.id, inputs, { background: true, startDelayMs: 0 });
       return streamSSE(c, async (sse) => {
         for await (const event of streamRun(c.env, started)) await sse.writeSSE({ data: JSON.stringify(event), event: event.type });
       });
