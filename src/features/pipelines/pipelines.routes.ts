@@ -24,10 +24,12 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
 
   defineRoute(
     app,
-    { ...base, method: "post", path: "/v1/pipeline", summary: "Create a pipeline", description: "In Loom's format or the editor format (`nodes` keyed by node id). Rejects cycles, dangling edges, unknown node types, unusable references, template variables that point nowhere and sub-pipelines nested or fanned out past the run limits, naming the node. Answers `{status, id, branch_id, version}`.", body: PipelineCreateRequest, responses: { 403: "Viewers cannot create", 409: "Name taken" } },
+    { ...base, method: "post", path: "/v1/pipeline", summary: "Create a pipeline", description: "In Loom's format or the editor format (`nodes` keyed by node id). Rejects cycles, dangling edges, unknown node types, unusable references, template variables that point nowhere and sub-pipelines nested or fanned out past the run limits, naming the node. Answers `{status, id}`, and in the editor format also `branch_id` and `version`.", body: PipelineCreateRequest, responses: { 403: "Viewers cannot create", 409: "Name taken" } },
     async (c, { body }) => {
       const definition = toDefinition(body);
-      return c.json(await createPipeline(c.env, c.get("auth"), { ...definition, name: definition.name ?? "" }));
+      const created = await createPipeline(c.env, c.get("auth"), { ...definition, name: definition.name ?? "" });
+      // Loom's format keeps its `{status, id}` answer; the editor's clients read `branch_id` too.
+      return c.json(body.format === "editor" ? created : { status: created.status, id: created.id });
     },
   );
 
