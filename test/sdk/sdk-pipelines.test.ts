@@ -166,7 +166,11 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     });
     expect(loom.status).toBe(200);
     const fetched = await sdkRequest(key, "GET", "/pipeline", { query: { id: String(loom.body.id) } });
-    expect(fetched.body.object).toMatchObject({ format: "loom", version: 1, nodes: [{ id: "in" }, { id: "out" }], mainBranch: loom.body.branch_id });
+    // Loom's format keeps its answer and its list of nodes; the branch and version are added.
+    expect(loom.body).toEqual({ status: "success", id: expect.any(String) });
+    const object = fetched.body.object as Body;
+    expect(object).toMatchObject({ format: "loom", version: 1, nodes: [{ id: "in" }, { id: "out" }], mainBranch: expect.any(String) });
+    expect(object.branch_id).toBe(object.mainBranch);
   });
 
   it("save is the owner's or an admin's; another organization's pipeline is a 404", async () => {

@@ -173,11 +173,10 @@ export async function updatePipeline(env: Env, auth: AuthContext, id: string, in
   const rows = await db.select().from(pipelines).where(eq(pipelines.id, id)).limit(1);
   const row = assertVisible(rows[0], auth, "pipeline");
   assertWritable(row, auth, "pipeline");
-  const self = input.nodes.find((n) => n.type === "pipeline" && (n.config as { pipeline_id?: unknown }).pipeline_id === id);
-  if (self) throw badRequest(`node ${self.id}: a pipeline cannot run itself as a sub-pipeline`);
   const graph = validateGraph(input.nodes, input.edges);
   await checkReferences(env, auth, graph, services);
-  await checkRunTree(env, auth.orgId, graph, runLimits(env));
+  // Unlike a creation, an update can name pipelines that name this one: that cycle is refused.
+  await checkRunTree(env, auth.orgId, graph, runLimits(env), id);
   const name = input.name ?? row.name;
   if (name !== row.name) await assertNameFree(env, auth.orgId, row.ownerId, name);
   const settings = settingsOf(input, JSON.parse(row.settings) as Partial<PipelineSettings>);
