@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { waitForRun } from "../pipelines/fixtures";
-import { sdkRequest, sdkUpload, type Body } from "./sdk-wire";
+import { sdkNewKnowledgeBase, sdkRequest, sdkUpload, type Body } from "./sdk-wire";
 
 /**
  * Pipelines as the hosted platform's SDK builds them (`Pipeline._prepare_pipeline_data`): nodes
@@ -171,6 +171,27 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     const object = fetched.body.object as Body;
     expect(object).toMatchObject({ format: "loom", version: 1, nodes: [{ id: "in" }, { id: "out" }], mainBranch: expect.any(String) });
     expect(object.branch_id).toBe(object.mainBranch);
+  });
+
+  it("takes knowledge bases, transformations and sub-pipelines given as ids or as the SDK's {object_id, object_type}", async () => {
+    const key = (await seedOrg()).owner.apiKey;
+    const kbId = await sdkNewKnowledgeBase(key);
+    const inner = await sdkNew(key, "sdk-inner", greeter("inner:").nodes);
+    const innerId = String(inner.body.id);
+    const question = inputNode("question");
+    const kb = node("knowledge_base", "kb_0", { knowledge_base: { object_id: kbId, object_type: 1 }, query: `{{ ${question.id}.text }}`, max_docs_per_query: 5 }, ["formatted_text", "chunks"]);
+    const sub = node("pipeline", "pipeline_0", { pipeline_id: { object_id: innerId, object_type: 0, branch_id: inner.body.branch_id }, question: `{{ ${kb.id}.formatted_text }}` }, ["answer"]);
+    const answer = outputNode("answer", `{{ ${sub.id}.answer }}`);
+    const created = await sdkNew(key, "sdk-refs", [question, kb, sub, answer]);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const fetched = await sdkRequest(key, "GET", "/pipeline", { query: { id: String(created.body.id) } });
+    const graph = (fetched.body.object as Body).graph as { nodes: Body[] };
+    expect(graph.nodes.find((n) => n.id === kb.id)?.config).toEqual({ knowledge_base_id: kbId, query: `{{${question.id}.value}}` });
+    expect(graph.nodes.find((n) => n.id === sub.id)?.config).toEqual({ pipeline_id: innerId, inputs: { question: `{{${kb.id}.text}}` } });
+
+    const stranger = (await seedOrg()).owner.apiKey;
+    const foreign = await sdkNew(stranger, "sdk-foreign", [question, { ...sub, inputs: { pipeline_id: innerId, question: `{{ ${question.id}.text }}`, dependencies: [] } }, answer]);
+    expect(foreign).toEqual({ status: 400, body: { status: "failed", error: `node ${sub.id}: pipeline ${innerId} does not exist or you cannot use it` } });
   });
 
   it("save is the owner's or an admin's; another organization's pipeline is a 404", async () => {

@@ -83,6 +83,24 @@ export function coerceInputs(graph: PipelineGraph, inputs: Record<string, unknow
   return out;
 }
 
+function isFilePart(value: unknown): boolean {
+  return typeof value === "object" && value !== null && (value as { type?: unknown }).type === "file" && typeof (value as { raw_bytes?: unknown }).raw_bytes === "string";
+}
+
+/**
+ * A run request's inputs with its top-level file parts (multipart, a part named after the file
+ * input it fills, as the editor's SDK sends them). A name given both ways is ambiguous: a 400.
+ */
+export function withFileParts(given: Record<string, unknown>, topLevel: Record<string, unknown>): Record<string, unknown> {
+  const inputs = { ...given };
+  for (const [name, value] of Object.entries(topLevel)) {
+    if (!isFilePart(value)) continue;
+    if (name in given) throw badRequest(`${name}: given both as a file part and in inputs`);
+    inputs[name] = value;
+  }
+  return inputs;
+}
+
 interface StartOptions {
   background: boolean;
   runId: string;

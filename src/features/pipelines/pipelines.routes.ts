@@ -2,7 +2,6 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
 import type { AppBindings } from "../../env";
 import { FetchQuery, ListQuery } from "../../lib/ownership";
-import { badRequest } from "../../lib/errors";
 import { defineRoute } from "../../lib/route";
 import {
   PipelineBulkRunBody,
@@ -16,7 +15,7 @@ import {
 import { createPipeline, deletePipeline, fetchPipeline, listPipelines, updatePipeline } from "./pipelines.service";
 import { PipelineCreateRequest, PipelineUpdateRequest, toDefinition } from "./pipeline-definition-body";
 import { getRunStatus, listRuns, pauseRun, resumeRuns, terminateRun } from "./pipeline-run-control";
-import { bulkRunPipeline, runAnswer, startPipelineRun, streamRun } from "./pipeline-runs.service";
+import { bulkRunPipeline, runAnswer, startPipelineRun, streamRun, withFileParts } from "./pipeline-runs.service";
 
 export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
   const tags = ["Pipelines"];
@@ -76,11 +75,8 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
     },
     async (c, { params, body }) => {
       const auth = c.get("auth");
-      const { inputs: given, stream, background, ...fileParts } = body;
-      // A file part beside `inputs` is the input it is named after; a value given in `inputs` too is ambiguous.
-      const clash = Object.keys(fileParts).find((name) => name in given);
-      if (clash) throw badRequest(`${clash}: given both as a file part and in inputs`);
-      const inputs = { ...given, ...fileParts };
+      const { inputs: given, stream, background, ...rest } = body;
+      const inputs = withFileParts(given, rest);
       if (!stream) return c.json(runAnswer(await startPipelineRun(c.env, auth, params.id, inputs, { background })));
       const started = await startPipelineRun(c.env, auth, params.id, inputs, { background: true, startDelayMs: 0 });
       return streamSSE(c, async (sse) => {

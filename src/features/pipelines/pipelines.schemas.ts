@@ -58,8 +58,6 @@ export const PipelineRunParams = z.object({ id: zId(), run_id: zId() });
 
 const Inputs = zFreeObject(MAX_INPUT_BYTES).optional().default({});
 
-/** A multipart file part, as `parseRequestBody` turns it into a value. */
-const FilePart = z.object({ type: z.literal("file"), raw_bytes: z.string(), metadata: z.object({ name: z.string(), mime_type: z.string(), size: z.number() }) });
 
 export const PipelineRunBody = z
   .object({
@@ -67,8 +65,9 @@ export const PipelineRunBody = z
     stream: zBool().optional().default(false),
     background: zBool().optional().default(false),
   })
-  // The editor's SDK sends a file input as a top-level multipart part named after the input.
-  .catchall(FilePart)
+  // The editor's SDK sends a file input as a top-level multipart part named after the input;
+  // other unknown fields stay ignored, as they always were.
+  .catchall(z.unknown())
   .openapi("PipelineRunBody", { description: "JSON, or multipart with `inputs` as JSON text and one file part per file input, named after the input." });
 
 export const PipelineBulkRunBody = z
