@@ -146,6 +146,12 @@ describe("the hosted SDK's Pipeline against Loom", () => {
 
     const twice = await sdkUpload(key, `/pipeline/${id}/run`, [["inputs", JSON.stringify({ label: "a", doc: "text" })]], [{ field: "doc", filename: "n.txt", content: "x" }]);
     expect(twice).toEqual({ status: 400, body: { status: "failed", error: "doc: given both as a file part and in inputs" } });
+    // A part is held to the bound of `inputs` (1 MiB as JSON), which its field's schema cannot see.
+    const big = await sdkUpload(key, `/pipeline/${id}/run`, [["inputs", JSON.stringify({ label: "a" })]], [{ field: "doc", filename: "big.bin", content: new Uint8Array(800 * 1024) }]);
+    expect(big).toEqual({ status: 400, body: { status: "failed", error: "inputs: with the file parts, must serialize to at most 1048576 bytes" } });
+    // Other unknown top-level fields stay ignored, as before.
+    const extra = await sdkRequest(key, "POST", `/pipeline/${id}/run`, { json: { inputs: { label: "b", doc: "as text" }, unrelated: 1 } });
+    expect(extra.body).toMatchObject({ outputs: { tag: "b", file_back: "as text" } });
   });
 
   it("refuses a node type Loom cannot run, naming it; old Loom-format bodies still create", async () => {
@@ -155,6 +161,12 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     const refused = await sdkNew(key, "sdk-unknown", [...g.nodes, memory]);
     expect(refused.status).toBe(400);
     expect(refused.body).toEqual({ status: "failed", error: `node ${memory.id}: node type "chat_memory" is not one Loom can run (Loom runs: input, output, text, llm, knowledge_base, transformation, pipeline, condition, merge, approval, wait)` });
+
+    // References are edges; more than Loom's 1000 edges is refused like a definition with that many.
+    const sources = Array.from({ length: 40 }, (_, i) => textNode(`t${i}`, "x"));
+    const sinks = Array.from({ length: 26 }, (_, i) => textNode(`s${i}`, sources.map((t) => `{{ ${t.id}.text }}`).join(" ")));
+    const dense = await sdkNew(key, "sdk-dense", [...sources, ...sinks]);
+    expect(dense).toEqual({ status: 400, body: { status: "failed", error: `node ${sinks[25].id}: the references make more than 1000 edges, the most a pipeline may have` } });
 
     const audio = inputNode("voice", "audio");
     const noAudio = await sdkNew(key, "sdk-audio", [audio, outputNode("o", `{{ ${audio.id}.audio }}`)]);

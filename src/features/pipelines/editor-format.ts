@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { badRequest } from "../../lib/errors";
 import { zFreeObject, zInt, zJsonObject, zString } from "../../lib/schema";
 import { stringsIn } from "./pipeline-templates";
-import { MAX_DEFINITION_BYTES, MAX_NODES, MAX_TEMPLATE_CHARS, type PipelineEdge, type PipelineNode } from "./pipelines.schemas";
+import { MAX_DEFINITION_BYTES, MAX_EDGES, MAX_NODES, MAX_TEMPLATE_CHARS, type PipelineEdge, type PipelineNode } from "./pipelines.schemas";
 
 /**
  * The hosted platform's editor format (what its Python SDK's `Pipeline.new` / `save` send and
@@ -40,8 +40,14 @@ const editorFields = {
   node_timeout_seconds: zInt(1, 900).optional(),
 };
 
-const withinBounds = (body: { nodes: unknown; canvas_metadata?: unknown }) => JSON.stringify(body.nodes).length + JSON.stringify(body.canvas_metadata ?? {}).length <= MAX_DEFINITION_BYTES;
-const boundsMessage = { message: `the definition (nodes and canvas_metadata) must serialize to at most ${MAX_DEFINITION_BYTES} bytes`, path: ["nodes"] };
+/**
+ * The editor document is stored beside its translation in one D1 row (at most 2 MB), so it gets
+ * three quarters of Loom's definition bound; the translation is no larger than its nodes.
+ */
+export const MAX_EDITOR_BYTES = (MAX_DEFINITION_BYTES * 3) / 4;
+const withinBounds = (body: { nodes: unknown; canvas_metadata?: unknown; inputs?: unknown; outputs?: unknown }) =>
+  JSON.stringify({ n: body.nodes, c: body.canvas_metadata ?? {}, i: body.inputs ?? {}, o: body.outputs ?? {} }).length <= MAX_EDITOR_BYTES;
+const boundsMessage = { message: `the definition (nodes, canvas_metadata, inputs and outputs) must serialize to at most ${MAX_EDITOR_BYTES} bytes`, path: ["nodes"] };
 
 export const EditorPipelineBody = z.object({ name: zString(1, 200), ...editorFields }).refine(withinBounds, boundsMessage);
 /** An update names no pipeline (the path does) and may rename it. */
@@ -198,6 +204,7 @@ function edgesOf(nodes: Record<string, EditorNode>): PipelineEdge[] {
         if (!nodes[source] || source === node.id || seen.has(key)) continue;
         seen.add(key);
         edges.push({ source, target: node.id });
+        if (edges.length > MAX_EDGES) throw badRequest(`node ${node.id}: the references make more than ${MAX_EDGES} edges, the most a pipeline may have`);
       }
     }
   }

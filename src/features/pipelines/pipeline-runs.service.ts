@@ -11,6 +11,7 @@ import type { PipelineGraph } from "./pipeline-graph";
 import { NodeFailure, type SubPipelineRequest, type SubPipelineResult } from "./pipeline-services";
 import { loadPipeline } from "./pipelines.service";
 import { admitChildRun, admitRootRuns, setIndexedStatus } from "./run-admission";
+import { MAX_INPUT_BYTES } from "./pipelines.schemas";
 import { assertCanRun } from "./run-permissions";
 import { SETTLED } from "./run-state";
 
@@ -98,6 +99,8 @@ export function withFileParts(given: Record<string, unknown>, topLevel: Record<s
     if (name in given) throw badRequest(`${name}: given both as a file part and in inputs`);
     inputs[name] = value;
   }
+  // Parts are not bounded by the `inputs` field's schema; together they must fit the same bound.
+  if (JSON.stringify(inputs).length > MAX_INPUT_BYTES) throw badRequest(`inputs: with the file parts, must serialize to at most ${MAX_INPUT_BYTES} bytes`);
   return inputs;
 }
 
