@@ -169,4 +169,35 @@ describe("pipelines: security", () => {
       body: { status: "failed", error: `node t5: config.text: "{{in + 1}}" is not a valid reference (use {{node_id}} or {{node_id.output}})` },
     });
   });
+
+  it("updates a definition only as its owner or an admin, never across organizations, and never into a cycle of sub-pipelines", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const id = await createPipeline(key, SMALLEST);
+    const changed = { ...SMALLEST, nodes: SMALLEST.nodes.map((n) => (n.id === "greet" ? { ...n, config: { text: "Bye {{in}}" } } : n)) };
+    const member = await org.addMember("member");
+    expect(await send(member.apiKey, "POST", `/v1/update/pipeline/${id}`, changed)).toEqual(forbidden("only the pipeline's owner or an admin can change it"));
+    const viewer = await org.addMember("viewer");
+    expect(await send(viewer.apiKey, "POST", `/v1/update/pipeline/${id}`, changed)).toEqual(forbidden("viewers cannot create or change records"));
+    const stranger = await seedOrg();
+    expect(await send(stranger.owner.apiKey, "POST", `/v1/update/pipeline/${id}`, changed)).toEqual(notFound("pipeline"));
+    // None of the refusals changed it.
+    expect((await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "x" } })).body).toMatchObject({ outputs: { answer: "Hello x" } });
+
+    // A sub-pipeline that runs the pipeline being updated, directly or through another, is a cycle.
+    const runs = (target: string) => ({
+      nodes: [
+        { id: "in", type: "input", config: { name: "q" } },
+        { id: "sub", type: "pipeline", config: { pipeline_id: target, inputs: { q: "{{in}}" } } },
+        { id: "out", type: "output", config: { name: "answer", value: "{{sub.answer}}" } },
+      ],
+      edges: [
+        { source: "in", target: "sub" },
+        { source: "sub", target: "out" },
+      ],
+    });
+    expect(await send(key, "POST", `/v1/update/pipeline/${id}`, runs(id))).toEqual({ status: 400, body: { status: "failed", error: "node sub: a pipeline cannot run itself as a sub-pipeline" } });
+    const outer = await createPipeline(key, runs(id));
+    expect(await send(key, "POST", `/v1/update/pipeline/${id}`, runs(outer))).toEqual({ status: 400, body: { status: "failed", error: "node sub: its sub-pipelines run this pipeline again (a cycle 2 deep)" } });
+  });
 });

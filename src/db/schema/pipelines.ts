@@ -14,6 +14,12 @@ export const pipelines = sqliteTable(
     edges: text("edges").notNull(),
     /** JSON object of run limits (`max_steps`, `node_timeout_seconds`). */
     settings: text("settings").notNull().default("{}"),
+    /** Bumped by each update; runs keep the definition they started with (copied into their run object). */
+    version: integer("version").notNull().default(1),
+    /** The pipeline's one branch id, answered as `branch_id` / `mainBranch` (nullable only for the migration). */
+    branchId: text("branch_id"),
+    /** The definition as the editor format sent it (`{nodes: {...}, canvas_metadata, inputs, outputs}`); NULL for Loom's format. */
+    editor: text("editor"),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },

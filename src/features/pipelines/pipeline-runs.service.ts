@@ -11,6 +11,7 @@ import type { PipelineGraph } from "./pipeline-graph";
 import { NodeFailure, type SubPipelineRequest, type SubPipelineResult } from "./pipeline-services";
 import { loadPipeline } from "./pipelines.service";
 import { admitChildRun, admitRootRuns, setIndexedStatus } from "./run-admission";
+import { MAX_INPUT_BYTES } from "./pipelines.schemas";
 import { assertCanRun } from "./run-permissions";
 import { SETTLED } from "./run-state";
 
@@ -81,6 +82,26 @@ export function coerceInputs(graph: PipelineGraph, inputs: Record<string, unknow
   }
   for (const key of Object.keys(inputs)) if (!known.has(key)) throw badRequest(`inputs.${key}: the pipeline has no input named "${key}"`);
   return out;
+}
+
+function isFilePart(value: unknown): boolean {
+  return typeof value === "object" && value !== null && (value as { type?: unknown }).type === "file" && typeof (value as { raw_bytes?: unknown }).raw_bytes === "string";
+}
+
+/**
+ * A run request's inputs with its top-level file parts (multipart, a part named after the file
+ * input it fills, as the editor's SDK sends them). A name given both ways is ambiguous: a 400.
+ */
+export function withFileParts(given: Record<string, unknown>, topLevel: Record<string, unknown>): Record<string, unknown> {
+  const inputs = { ...given };
+  for (const [name, value] of Object.entries(topLevel)) {
+    if (!isFilePart(value)) continue;
+    if (name in given) throw badRequest(`${name}: given both as a file part and in inputs`);
+    inputs[name] = value;
+  }
+  // Parts are not bounded by the `inputs` field's schema; together they must fit the same bound.
+  if (JSON.stringify(inputs).length > MAX_INPUT_BYTES) throw badRequest(`inputs: with the file parts, must serialize to at most ${MAX_INPUT_BYTES} bytes`);
+  return inputs;
 }
 
 interface StartOptions {

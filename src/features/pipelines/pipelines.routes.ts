@@ -5,7 +5,6 @@ import { FetchQuery, ListQuery } from "../../lib/ownership";
 import { defineRoute } from "../../lib/route";
 import {
   PipelineBulkRunBody,
-  PipelineCreateBody,
   PipelineParams,
   PipelineResumeBody,
   PipelineRunBody,
@@ -13,9 +12,10 @@ import {
   PipelineRunParams,
   PipelineRunsQuery,
 } from "./pipelines.schemas";
-import { createPipeline, deletePipeline, fetchPipeline, listPipelines } from "./pipelines.service";
+import { createPipeline, deletePipeline, fetchPipeline, listPipelines, updatePipeline } from "./pipelines.service";
+import { PipelineCreateRequest, PipelineUpdateRequest, toDefinition } from "./pipeline-definition-body";
 import { getRunStatus, listRuns, pauseRun, resumeRuns, terminateRun } from "./pipeline-run-control";
-import { bulkRunPipeline, runAnswer, startPipelineRun, streamRun } from "./pipeline-runs.service";
+import { bulkRunPipeline, runAnswer, startPipelineRun, streamRun, withFileParts } from "./pipeline-runs.service";
 
 export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
   const tags = ["Pipelines"];
@@ -23,8 +23,28 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
 
   defineRoute(
     app,
-    { ...base, method: "post", path: "/v1/pipeline", summary: "Create a pipeline", description: "Rejects cycles, dangling edges, unknown node types, unusable references, template variables that point nowhere and sub-pipelines nested or fanned out past the run limits, naming the node.", body: PipelineCreateBody, responses: { 403: "Viewers cannot create", 409: "Name taken" } },
-    async (c, { body }) => c.json(await createPipeline(c.env, c.get("auth"), body)),
+    { ...base, method: "post", path: "/v1/pipeline", summary: "Create a pipeline", description: "In Loom's format or the editor format (`nodes` keyed by node id). Rejects cycles, dangling edges, unknown node types, unusable references, template variables that point nowhere and sub-pipelines nested or fanned out past the run limits, naming the node. Answers `{status, id}`, and in the editor format also `branch_id` and `version`.", body: PipelineCreateRequest, responses: { 403: "Viewers cannot create", 409: "Name taken" } },
+    async (c, { body }) => {
+      const definition = toDefinition(body);
+      const created = await createPipeline(c.env, c.get("auth"), { ...definition, name: definition.name ?? "" });
+      // Loom's format keeps its `{status, id}` answer; the editor's clients read `branch_id` too.
+      return c.json(body.format === "editor" ? created : { status: created.status, id: created.id });
+    },
+  );
+
+  defineRoute(
+    app,
+    {
+      ...base,
+      method: "post",
+      path: "/v1/update/pipeline/:id",
+      summary: "Replace a pipeline's definition (a new version)",
+      description: "The editor's `save`: in either format, checked as a creation is. Runs already started keep the version they started with. Allowed to the pipeline's owner and admins. Answers `{status, id, branch_id, version}`.",
+      params: PipelineParams,
+      body: PipelineUpdateRequest,
+      responses: { 403: "Not yours", 404: "No such pipeline", 409: "Name taken" },
+    },
+    async (c, { params, body }) => c.json(await updatePipeline(c.env, c.get("auth"), params.id, toDefinition(body))),
   );
 
   defineRoute(app, { ...base, method: "get", path: "/v1/pipeline", summary: "Fetch a pipeline by id or name", query: FetchQuery, responses: { 404: "No such pipeline" } }, async (c, { query }) =>
@@ -55,8 +75,10 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
     },
     async (c, { params, body }) => {
       const auth = c.get("auth");
-      if (!body.stream) return c.json(runAnswer(await startPipelineRun(c.env, auth, params.id, body.inputs, { background: body.background })));
-      const started = await startPipelineRun(c.env, auth, params.id, body.inputs, { background: true, startDelayMs: 0 });
+      const { inputs: given, stream, background, ...rest } = body;
+      const inputs = withFileParts(given, rest);
+      if (!stream) return c.json(runAnswer(await startPipelineRun(c.env, auth, params.id, inputs, { background })));
+      const started = await startPipelineRun(c.env, auth, params.id, inputs, { background: true, startDelayMs: 0 });
       return streamSSE(c, async (sse) => {
         for await (const event of streamRun(c.env, started)) await sse.writeSSE({ data: JSON.stringify(event), event: event.type });
       });

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray } from "drizzle-orm";
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { connections, users } from "../../db/schema/identity";
@@ -11,7 +11,8 @@ import { nodeServicesProvider, parseKnowledgeBaseQuery, type NodeServices } from
 import { deleteRunIndex, terminateActiveRuns } from "./pipeline-run-control";
 import { runLimits } from "./run-admission";
 import { checkRunTree } from "./run-tree-bounds";
-import type { PipelineCreateInput, PipelineEdge, PipelineNode } from "./pipelines.schemas";
+import type { EditorDocument } from "./editor-format";
+import type { PipelineEdge, PipelineNode } from "./pipelines.schemas";
 
 export const DEFAULT_MAX_STEPS = 1000;
 export const DEFAULT_NODE_TIMEOUT_SECONDS = 300;
@@ -30,6 +31,10 @@ export interface PipelineRecord {
   nodes: PipelineNode[];
   edges: PipelineEdge[];
   settings: PipelineSettings;
+  version: number;
+  branchId: string;
+  /** The definition as the editor format sent it; null when it was given in Loom's format. */
+  editor: EditorDocument | null;
   ownerId: string;
   orgId: string;
   createdAt: string;
@@ -42,7 +47,41 @@ function toRecord(row: PipelineRow): PipelineRecord {
     nodes: JSON.parse(row.nodes) as PipelineNode[],
     edges: JSON.parse(row.edges) as PipelineEdge[],
     settings: { max_steps: DEFAULT_MAX_STEPS, node_timeout_seconds: DEFAULT_NODE_TIMEOUT_SECONDS, ...(JSON.parse(row.settings) as Partial<PipelineSettings>) },
+    version: row.version,
+    branchId: row.branchId ?? row.id,
+    editor: row.editor ? (JSON.parse(row.editor) as EditorDocument) : null,
   };
+}
+
+/**
+ * A pipeline as fetch and list answer it. Created (or last saved) in Loom's format: `nodes` is
+ * Loom's list with `edges`. In the editor format: `nodes` is the editor's dict keyed by node id
+ * (what the SDK's `Pipeline.fetch` reads), with `canvas_metadata`, `inputs`, `outputs`, and
+ * Loom's translated graph under `graph`. Both carry `version`, `branch_id` and `mainBranch`.
+ */
+export function pipelineAnswer(record: PipelineRecord) {
+  const { editor, branchId, ...rest } = record;
+  const common = { branch_id: branchId, mainBranch: branchId, format: editor ? ("editor" as const) : ("loom" as const) };
+  if (!editor) return { ...rest, ...common };
+  return { ...rest, ...common, nodes: editor.nodes, canvas_metadata: editor.canvas_metadata, inputs: editor.inputs, outputs: editor.outputs, graph: { nodes: rest.nodes, edges: rest.edges } };
+}
+
+/** A definition in Loom's terms, whichever format it arrived in. */
+export interface PipelineDefinition {
+  name?: string;
+  description?: string;
+  nodes: PipelineNode[];
+  edges: PipelineEdge[];
+  editor: EditorDocument | null;
+  max_steps?: number;
+  node_timeout_seconds?: number;
+}
+
+function settingsOf(input: PipelineDefinition, base: Partial<PipelineSettings> = {}): Partial<PipelineSettings> {
+  const settings: Partial<PipelineSettings> = { ...base };
+  if (input.max_steps !== undefined) settings.max_steps = input.max_steps;
+  if (input.node_timeout_seconds !== undefined) settings.node_timeout_seconds = input.node_timeout_seconds;
+  return settings;
 }
 
 /** Checks that every record a node names exists and that the caller may use it; messages name the node. */
@@ -74,23 +113,33 @@ async function checkReferences(env: Env, auth: AuthContext, graph: PipelineGraph
   }
 }
 
-export async function createPipeline(env: Env, auth: AuthContext, input: PipelineCreateInput, services: NodeServices = nodeServicesProvider.create(env)): Promise<{ status: "success"; id: string }> {
+export interface PipelineWriteAnswer {
+  status: "success";
+  id: string;
+  branch_id: string;
+  version: number;
+}
+
+async function assertNameFree(env: Env, orgId: string, ownerId: string, name: string): Promise<void> {
+  const taken = await database(env)
+    .select({ id: pipelines.id })
+    .from(pipelines)
+    .where(and(eq(pipelines.orgId, orgId), eq(pipelines.ownerId, ownerId), eq(pipelines.name, name)))
+    .limit(1);
+  if (taken[0]) throw conflict(`a pipeline named "${name}" already exists`);
+}
+
+export async function createPipeline(env: Env, auth: AuthContext, input: PipelineDefinition & { name: string }, services: NodeServices = nodeServicesProvider.create(env)): Promise<PipelineWriteAnswer> {
   assertCanCreate(auth);
   const graph = validateGraph(input.nodes, input.edges);
   await checkReferences(env, auth, graph, services);
   await checkRunTree(env, auth.orgId, graph, runLimits(env));
   const db = database(env);
-  const taken = await db
-    .select({ id: pipelines.id })
-    .from(pipelines)
-    .where(and(eq(pipelines.orgId, auth.orgId), eq(pipelines.ownerId, auth.userId), eq(pipelines.name, input.name)))
-    .limit(1);
-  if (taken[0]) throw conflict(`a pipeline named "${input.name}" already exists`);
+  await assertNameFree(env, auth.orgId, auth.userId, input.name);
   const now = new Date().toISOString();
   const id = newId();
-  const settings: Partial<PipelineSettings> = {};
-  if (input.max_steps !== undefined) settings.max_steps = input.max_steps;
-  if (input.node_timeout_seconds !== undefined) settings.node_timeout_seconds = input.node_timeout_seconds;
+  const branchId = newId();
+  const settings = settingsOf(input);
   // Two creations racing for one name: the unique index decides.
   await writeUnique(
     () =>
@@ -99,31 +148,75 @@ export async function createPipeline(env: Env, auth: AuthContext, input: Pipelin
         orgId: auth.orgId,
         ownerId: auth.userId,
         name: input.name,
-        description: input.description,
+        description: input.description ?? "",
         nodes: JSON.stringify(input.nodes),
         edges: JSON.stringify(input.edges),
         settings: JSON.stringify(settings),
+        version: 1,
+        branchId,
+        editor: input.editor ? JSON.stringify(input.editor) : null,
         createdAt: now,
         updatedAt: now,
       }),
     `a pipeline named "${input.name}" already exists`,
   );
-  return { status: "success", id };
+  return { status: "success", id, branch_id: branchId, version: 1 };
 }
 
 /**
- * Validated graphs by pipeline id. Definitions never change after creation, so a graph checked
- * once is reused by every later run in this isolate (the row is still read, for tenancy).
+ * Replaces a pipeline's definition (the editor's `save`): checked like a creation, then stored
+ * as the next version. Runs already started are not touched: each run object holds the
+ * definition it started with. Allowed to the owner and admins; another organization's is a 404.
+ */
+export async function updatePipeline(env: Env, auth: AuthContext, id: string, input: PipelineDefinition, services: NodeServices = nodeServicesProvider.create(env)): Promise<PipelineWriteAnswer> {
+  const db = database(env);
+  const rows = await db.select().from(pipelines).where(eq(pipelines.id, id)).limit(1);
+  const row = assertVisible(rows[0], auth, "pipeline");
+  assertWritable(row, auth, "pipeline");
+  const graph = validateGraph(input.nodes, input.edges);
+  await checkReferences(env, auth, graph, services);
+  // Unlike a creation, an update can name pipelines that name this one: that cycle is refused.
+  await checkRunTree(env, auth.orgId, graph, runLimits(env), id);
+  const name = input.name ?? row.name;
+  if (name !== row.name) await assertNameFree(env, auth.orgId, row.ownerId, name);
+  const settings = settingsOf(input, JSON.parse(row.settings) as Partial<PipelineSettings>);
+  const updated = await writeUnique(
+    () =>
+      db
+        .update(pipelines)
+        .set({
+          name,
+          description: input.description ?? row.description,
+          nodes: JSON.stringify(input.nodes),
+          edges: JSON.stringify(input.edges),
+          settings: JSON.stringify(settings),
+          editor: input.editor ? JSON.stringify(input.editor) : null,
+          version: sql`${pipelines.version} + 1`,
+          updatedAt: new Date().toISOString(),
+        })
+        .where(and(eq(pipelines.id, id), eq(pipelines.orgId, auth.orgId)))
+        .returning({ version: pipelines.version, branchId: pipelines.branchId }),
+    `a pipeline named "${name}" already exists`,
+  );
+  if (updated.length === 0) throw notFound("pipeline");
+  return { status: "success", id, branch_id: updated[0].branchId ?? id, version: updated[0].version };
+}
+
+/**
+ * Validated graphs by pipeline id and version. A version never changes once written, so a graph
+ * checked once is reused by every later run of it in this isolate (the row is still read, for
+ * tenancy and to learn the current version).
  */
 const graphCache = new Map<string, PipelineGraph>();
 const GRAPH_CACHE_SIZE = 500;
 
 function graphOf(record: PipelineRecord): PipelineGraph {
-  const cached = graphCache.get(record._id);
+  const key = `${record._id}@${record.version}`;
+  const cached = graphCache.get(key);
   if (cached) return cached;
   const graph = validateGraph(record.nodes, record.edges);
   if (graphCache.size >= GRAPH_CACHE_SIZE) graphCache.delete(graphCache.keys().next().value as string);
-  graphCache.set(record._id, graph);
+  graphCache.set(key, graph);
   return graph;
 }
 
@@ -134,7 +227,7 @@ export async function loadPipeline(env: Env, auth: AuthContext, id: string): Pro
   return { ...record, graph: graphOf(record) };
 }
 
-export async function fetchPipeline(env: Env, auth: AuthContext, query: FetchQueryInput): Promise<{ status: "success"; object: PipelineRecord }> {
+export async function fetchPipeline(env: Env, auth: AuthContext, query: FetchQueryInput) {
   const target = await resolveFetchTarget(env, auth, query);
   const db = database(env);
   const rows =
@@ -145,14 +238,14 @@ export async function fetchPipeline(env: Env, auth: AuthContext, query: FetchQue
           .from(pipelines)
           .where(and(eq(pipelines.orgId, auth.orgId), eq(pipelines.ownerId, target.ownerId), eq(pipelines.name, target.name)))
           .limit(1);
-  return { status: "success", object: toRecord(assertVisible(rows[0], auth, "pipeline")) };
+  return { status: "success" as const, object: pipelineAnswer(toRecord(assertVisible(rows[0], auth, "pipeline"))) };
 }
 
 export async function listPipelines(env: Env, auth: AuthContext, includeShared: boolean, verbose: boolean) {
   const db = database(env);
   const where = includeShared ? eq(pipelines.orgId, auth.orgId) : and(eq(pipelines.orgId, auth.orgId), eq(pipelines.ownerId, auth.userId));
   const rows = await db.select().from(pipelines).where(where).orderBy(desc(pipelines.createdAt), desc(pipelines.id)).limit(1000);
-  return listEnvelope(rows.map(toRecord), verbose);
+  return listEnvelope(rows.map((row) => pipelineAnswer(toRecord(row))), verbose);
 }
 
 /** Deletes the definition; runs in progress are terminated first, and the run history goes with it. */

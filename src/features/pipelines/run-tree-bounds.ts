@@ -10,9 +10,10 @@ import type { RunLimits } from "./run-admission";
 /**
  * The static half of the run-tree bounds, checked when a pipeline is created: how deep its
  * sub-pipelines nest and how many runs one run of it could start, counting every `pipeline`
- * node as taken (a condition may skip some at run time, never add any). Definitions are
- * immutable and may only name pipelines that already exist, so the walk cannot meet a cycle;
- * it stops as soon as a bound is passed, so it loads at most about `maxRunsPerRoot` definitions
+ * node as taken (a condition may skip some at run time, never add any). A definition may only
+ * name pipelines that already exist, and an update (`selfId`) is refused when its sub-pipelines
+ * lead back to the pipeline being updated, so no cycle can be stored; the walk also stops as
+ * soon as a bound is passed, so it loads at most about `maxRunsPerRoot` definitions
  * per level and `maxDepth + 1` levels. Run-time admission (`run-admission.ts`) enforces the
  * same bounds again, exactly, for limits lowered after creation.
  */
@@ -47,7 +48,7 @@ function nodeList(ids: string[]): string {
   return ids.length <= 5 ? ids.join(", ") : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
 }
 
-export async function checkRunTree(env: Env, orgId: string, graph: PipelineGraph, limits: RunLimits): Promise<void> {
+export async function checkRunTree(env: Env, orgId: string, graph: PipelineGraph, limits: RunLimits, selfId?: string): Promise<void> {
   const top = graph.nodes.filter((n) => n.type === "pipeline");
   if (top.length === 0) return;
   const children = new Map<string, string[]>();
@@ -69,6 +70,12 @@ export async function checkRunTree(env: Env, orgId: string, graph: PipelineGraph
       throw badRequest(
         `nodes ${nodeList(top.map((n) => n.id))}: one run of this pipeline could start ${total} or more runs with its sub-pipelines; the limit is ${limits.maxRunsPerRoot} runs per run (PIPELINE_MAX_RUNS_PER_ROOT)`,
       );
+    if (selfId && level.has(selfId)) {
+      const via = level.get(selfId)?.via as string;
+      throw badRequest(
+        depth === 1 ? `node ${via}: a pipeline cannot run itself as a sub-pipeline` : `node ${via}: its sub-pipelines run this pipeline again (a cycle ${depth} deep)`,
+      );
+    }
     await loadChildren(env, orgId, [...level.keys()].filter((id) => !children.has(id)), children);
     const next = new Map<string, { runs: number; via: string }>();
     for (const [id, { runs, via }] of level) {
