@@ -293,6 +293,11 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   // ---------- RPC: web sources (url_data) ----------
 
+  /** Web sources kept (crawling or re-scraped), checked against MAX_WEB_SOURCES before a new one. */
+  async webSourceCount(): Promise<number> {
+    return this.web.count();
+  }
+
   /** Keeps a web source whose crawl continues or that is re-scraped, and schedules its next step. */
   async registerWebSource(record: WebSourceRecord, pages: StoredPage[]): Promise<void> {
     this.web.register(record, pages, Date.now());

@@ -1,9 +1,9 @@
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { checkUrl } from "../../src/lib/ssrf-guard";
 import { createKb } from "./kb-fixtures";
-import { documents, freshSite, html, indexUrl, publish, runAlarms, sdkUrlBody } from "./web-fixtures";
+import { documents, freshSite, html, indexObject, indexUrl, publish, runAlarms, sdkUrlBody } from "./web-fixtures";
 
 async function setup() {
   const org = await seedOrg();
@@ -73,6 +73,20 @@ describe("url_data: the SSRF guard on the real fetch path", () => {
     expect(() => checkUrl("https://[fd00::1]/", { webHosts: true })).toThrow(IP_ONLY);
     // The fixed services keep their own, narrower rules.
     expect(() => checkUrl("http://en.wikipedia.org/", ["*.wikipedia.org"])).toThrow("only https URLs are allowed");
+  });
+
+  it("one knowledge base keeps at most 100 crawled or re-scraped web sources, so it cannot become a periodic fetcher of any size", async () => {
+    const { key, kb, site } = await setup();
+    await publish(`https://${site}/`, html("Home", "<p>Hi.</p>"));
+    await runInDurableObject(indexObject(kb), (_object, state) => {
+      for (let i = 0; i < 100; i++) state.storage.sql.exec("INSERT INTO web_sources (id, record, crawling, next_at) VALUES (?, '{}', 0, NULL)", `held-${i}`);
+    });
+    const error = "url_data: this knowledge base already keeps 100 web sources that are crawled or re-scraped (the limit); index into another knowledge base, or send recursive false with rescrape_frequency Never";
+    expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/`, { recursive: false, rescrape_frequency: "Daily" }))).toEqual({ status: 400, body: { status: "failed", error } });
+    expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/`, { url_limit: 5 }))).toEqual({ status: 400, body: { status: "failed", error } });
+    expect(await env.FAKE_WEB.requestsTo(site)).toEqual([]);
+    // A single page read once is not a source and stays allowed.
+    expect((await indexUrl(key, kb, sdkUrlBody(`https://${site}/`, { recursive: false }))).status).toBe(200);
   });
 
   it("another organization's knowledge base is a 404, and nothing is fetched for it", async () => {

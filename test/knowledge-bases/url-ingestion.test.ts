@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
-import { createKb, query } from "./kb-fixtures";
+import { createKb, query, send } from "./kb-fixtures";
 import { documents, freshSite, html, indexUrl, makeRescrapesDue, publish, runAlarms, scheduledAlarm, sdkUrlBody } from "./web-fixtures";
 
 const DAY_MS = 86_400_000;
@@ -85,6 +85,17 @@ describe("url_data: web pages (served by the fake web through the real guard)", 
     expect(docs[0]).toMatchObject({ _id: id, status: "ready" });
     const q = await query(key, kb, { queries: ["tandem riding"] });
     expect(q.items[0].metadata).toMatchObject({ document_id: id, page: 2 });
+  });
+
+  it("a CONTENT document deleted while its crawl runs is not filled: no chunks are left without a document", async () => {
+    const { key, kb, site } = await setup();
+    await publish(`https://${site}/`, html("Manual", `<p>Chapter one covers unicycles.</p><a href="/two">next</a>`));
+    await publish(`https://${site}/two`, html("Two", "<p>Chapter two covers juggling.</p>"));
+    const [id] = (await indexUrl(key, kb, sdkUrlBody(`https://${site}/`, { return_type: "CONTENT" }))).body.document_ids as string[];
+    expect((await send(`/v1/knowledge-base/${kb}/documents?document_ids=${id}`, key, { method: "DELETE" })).status).toBe(200);
+    await runAlarms(kb);
+    expect(await documents(key, kb)).toEqual([]);
+    expect((await query(key, kb, { queries: ["juggling unicycles"] })).items).toEqual([]);
   });
 
   it("rescrape_frequency Daily: the alarm is set a day ahead, and when it fires a changed page replaces its document", async () => {

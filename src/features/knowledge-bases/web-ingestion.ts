@@ -2,6 +2,7 @@ import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { kbDocuments, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import type { FetchFunction } from "../../lib/egress";
+import { badRequest } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { auditInsert } from "../audit/audit.service";
 import { indexStub } from "./durable-object-vector-index";
@@ -17,6 +18,12 @@ import type { WebPage } from "./web-pages";
  * advances (web-sources.ts).
  */
 export type RescrapeFrequency = UrlDataInput["rescrape_frequency"];
+
+/**
+ * Web sources one knowledge base may keep crawling or re-scraping: each makes Loom fetch pages on
+ * its own schedule, so their number is bounded like every other stored list.
+ */
+export const MAX_WEB_SOURCES = 100;
 
 export const RESCRAPE_PERIOD_MS: Record<RescrapeFrequency, number | null> = { Never: null, Daily: 86_400_000, Weekly: 7 * 86_400_000, Monthly: 30 * 86_400_000 };
 
@@ -70,6 +77,9 @@ async function placeholderDocument(env: Env, auth: AuthContext, kb: KnowledgeBas
 export async function indexUrlData(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, urlData: UrlDataInput, settings: ChunkSettings, fetchOverride?: FetchFunction): Promise<string[]> {
   const { request, rescrape_frequency: frequency } = urlData;
   const limit = request.recursive ? (request.url_limit ?? URL_LIMIT_DEFAULT) : 1;
+  if ((limit > 1 || frequency !== "Never") && (await indexStub(env, kb.id).webSourceCount()) >= MAX_WEB_SOURCES) {
+    throw badRequest(`url_data: this knowledge base already keeps ${MAX_WEB_SOURCES} web sources that are crawled or re-scraped (the limit); index into another knowledge base, or send recursive false with rescrape_frequency Never`);
+  }
   const { page, state } = await startCrawl(request.url, limit, webFetch(env, fetchOverride));
   const base = { id: newId(), kbId: kb.id, orgId: kb.orgId, userId: auth.userId, url: request.url, returnType: request.return_type, limit, settings, frequency, contentDocument: null };
 

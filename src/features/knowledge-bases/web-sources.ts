@@ -52,6 +52,11 @@ export class WebSources {
     this.save(record, now);
   }
 
+  /** Sources kept: crawls in progress and sources re-scraped. */
+  count(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM web_sources").one().n;
+  }
+
   /** Whether a crawl is in progress (its next step should run at once). */
   crawling(): boolean {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM web_sources WHERE crawling = 1").one().n > 0;
@@ -120,7 +125,11 @@ export class WebSources {
       const pages = this.sql.exec<{ page: string }>("SELECT page FROM web_source_pages WHERE source_id = ? ORDER BY position", record.id).toArray().map((r) => JSON.parse(r.page) as StoredPage);
       this.sql.exec("DELETE FROM web_source_pages WHERE source_id = ?", record.id);
       const doc = pagesToDocuments(pages, "CONTENT")[0];
-      if (record.contentDocument) {
+      const placeholder = record.contentDocument ? (await database(this.env).select({ id: kbDocuments.id }).from(kbDocuments).where(eq(kbDocuments.id, record.contentDocument)).limit(1))[0] : undefined;
+      if (record.contentDocument && !placeholder) {
+        // Its document was deleted during the crawl: nothing to fill, and no chunks without a document.
+        record.crawlDocuments = {};
+      } else if (record.contentDocument) {
         await database(this.env).update(kbDocuments).set({ size: doc.size, updatedAt: new Date().toISOString() }).where(eq(kbDocuments.id, record.contentDocument));
         await ingestDocument(this.env, kb, record.contentDocument, doc, record.settings, { target: this.index });
         record.crawlDocuments = { [record.url]: record.contentDocument };
