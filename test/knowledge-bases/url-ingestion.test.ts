@@ -145,11 +145,13 @@ describe("url_data: errors", () => {
     expect(await documents(key, kb)).toEqual([]);
   });
 
-  it("answers 400 for a page that is not HTML or is missing, and 413 for a page past 5 MiB", async () => {
+  it("answers 400 for a page that is not HTML or is missing, 502 for a failing server and 413 for a page past 5 MiB", async () => {
     const { key, kb, site } = await setup();
     await publish(`https://${site}/file.pdf`, "%PDF-1.4", { headers: { "content-type": "application/pdf" } });
     expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/file.pdf`))).toEqual({ status: 400, body: { status: "failed", error: `url_data: https://${site}/file.pdf is not an HTML page (content type application/pdf)` } });
     expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/missing`))).toEqual({ status: 400, body: { status: "failed", error: `url_data: ${site} answered 404 for https://${site}/missing` } });
+    await publish(`https://${site}/down`, "oops", { status: 503, headers: { "content-type": "text/html" } });
+    expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/down`))).toEqual({ status: 502, body: { status: "failed", error: `url_data: ${site} answered 503 for https://${site}/down` } });
     await publish(`https://${site}/huge`, `<html><body>${"x".repeat(5 * 1024 * 1024 + 1)}</body></html>`);
     expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/huge`))).toEqual({ status: 413, body: { status: "failed", error: "the fetched resource exceeds 5242880 bytes" } });
     expect(await documents(key, kb)).toEqual([]);

@@ -54,7 +54,7 @@ export const IndexConfig = z
     file_processing_implementation: z.literal("Default").optional(),
     chunk_size: chunkSize().optional(),
     chunk_overlap: chunkOverlap().optional(),
-    scraper_api_key: z.string().max(500).optional().openapi({ description: "Accepted and ignored: Loom fetches only its allow-listed sources itself." }),
+    scraper_api_key: z.string().max(500).optional().openapi({ description: "Accepted and ignored, never stored: Loom fetches its sources and web pages itself." }),
     apify_key: z.string().max(500).optional().openapi({ description: "The hosted SDK's name for `scraper_api_key`; accepted and ignored alike." }),
   })
   .strict();

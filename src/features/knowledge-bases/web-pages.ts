@@ -1,4 +1,4 @@
-import { badRequest } from "../../lib/errors";
+import { AppError, badRequest } from "../../lib/errors";
 import { guardedFetch, type FetchFunction, type GuardedResponse } from "../../lib/egress";
 import { checkUrl, type UrlRules } from "../../lib/ssrf-guard";
 import { decodeEntities, htmlToText } from "./parsing/markup";
@@ -33,7 +33,10 @@ export function checkPageUrl(raw: string): URL {
 
 export async function fetchPage(raw: string, fetchImpl?: FetchFunction): Promise<WebPage> {
   const response = await guardedFetch(raw, { rules: WEB_RULES, maxBytes: MAX_PAGE_BYTES, timeoutMs: PAGE_TIMEOUT_MS, fetch: fetchImpl, headers: { accept: "text/html,application/xhtml+xml;q=0.9" } });
-  if (response.status !== 200) throw badRequest(`url_data: ${new URL(response.url).hostname} answered ${response.status} for ${response.url}`);
+  const host = new URL(response.url).hostname;
+  // A failing server is an outside failure (502); any other answer but 200 is the caller's URL (400).
+  if (response.status >= 500) throw new AppError("provider_failed", `url_data: ${host} answered ${response.status} for ${response.url}`);
+  if (response.status !== 200) throw badRequest(`url_data: ${host} answered ${response.status} for ${response.url}`);
   return readPage(response);
 }
 
