@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { createKb, query, send } from "./kb-fixtures";
+import { pageLinks, pageTitle, parseRobots, robotsAllows } from "../../src/features/knowledge-bases/web-pages";
 import { documents, freshSite, html, indexUrl, makeRescrapesDue, publish, runAlarms, scheduledAlarm, sdkUrlBody } from "./web-fixtures";
 
 const DAY_MS = 86_400_000;
@@ -155,5 +156,26 @@ describe("url_data: errors", () => {
     await publish(`https://${site}/huge`, `<html><body>${"x".repeat(5 * 1024 * 1024 + 1)}</body></html>`);
     expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/huge`))).toEqual({ status: 413, body: { status: "failed", error: "the fetched resource exceeds 5242880 bytes" } });
     expect(await documents(key, kb)).toEqual([]);
+  });
+});
+
+describe("url_data: page reading and robots.txt rules (pure)", () => {
+  it("reads links in one pass: any case, relative, entities, fragments dropped, only http(s)", () => {
+    const page = `<p>İstanbul</p><A HREF="/b?x=1&amp;y=2#top">b</A><a class=x href='c'>c</a><a href=javascript:alert(1)>j</a><abbr href="/no">n</abbr><a href="mailto:a@b.c">m</a><a href="/b?x=1&y=2">dup</a><a href="/unclosed"`;
+    expect(pageLinks(page, "https://example.com/dir/page")).toEqual(["https://example.com/b?x=1&y=2", "https://example.com/dir/c"]);
+    expect(pageLinks("<a ".repeat(100_000), "https://example.com/")).toEqual([]);
+    expect(pageTitle("<html><head><title>İ &amp; Ö</title></head>")).toBe("İ & Ö");
+  });
+
+  it("applies Loom's group over *, longest match wins, Allow on a tie, * and $ patterns", () => {
+    const rules = parseRobots("User-agent: *\nDisallow: /\n\nUser-agent: Googlebot\nUser-agent: Loom\nDisallow: /private\nAllow: /private/open\nDisallow: /*.pdf$\n");
+    const allows = (path: string) => robotsAllows(rules, new URL(`https://example.com${path}`));
+    expect(allows("/docs")).toBe(true);
+    expect(allows("/private/x")).toBe(false);
+    expect(allows("/private/open/x")).toBe(true);
+    expect(allows("/files/a.pdf")).toBe(false);
+    expect(allows("/files/a.pdf?v=2")).toBe(true);
+    expect(robotsAllows(parseRobots("User-agent: *\nDisallow: /tmp\n"), new URL("https://example.com/tmp/a"))).toBe(false);
+    expect(robotsAllows(parseRobots("User-agent: other\nDisallow: /\n"), new URL("https://example.com/a"))).toBe(true);
   });
 });

@@ -52,11 +52,15 @@ export function readPage(response: GuardedResponse & { url: string }): WebPage {
 }
 
 export function pageTitle(html: string): string {
-  const open = /<title\b[^>]*>/i.exec(html.slice(0, 64 * 1024));
+  // The attribute run is bounded so a page of unclosed `<title` tags costs little.
+  const open = /<title\b[^>]{0,1024}>/i.exec(html.slice(0, 64 * 1024));
   if (!open) return "";
   const start = open.index + open[0].length;
-  const end = html.toLowerCase().indexOf("</title", start);
-  return decodeEntities(html.slice(start, end < 0 ? start + 300 : end)).replace(/\s+/g, " ").trim().slice(0, 300);
+  // Searched in the page itself (a lower-cased copy may differ in length, and its indexes with it).
+  const close = /<\/title/gi;
+  close.lastIndex = start;
+  const end = close.exec(html)?.index ?? start + 300;
+  return decodeEntities(html.slice(start, Math.min(end, start + 4096))).replace(/\s+/g, " ").trim().slice(0, 300);
 }
 
 /**
@@ -65,15 +69,15 @@ export function pageTitle(html: string): string {
  */
 export function pageLinks(html: string, base: string): string[] {
   const found = new Set<string>();
-  const lower = html.toLowerCase();
   let at = 0;
   while (found.size < MAX_LINKS_PER_PAGE) {
-    const lt = lower.indexOf("<a", at);
+    const lt = html.indexOf("<", at);
     if (lt < 0) break;
-    const gt = lower.indexOf(">", lt + 2);
+    at = lt + 1;
+    if ((html[lt + 1] !== "a" && html[lt + 1] !== "A") || !/\s/.test(html[lt + 2] ?? "")) continue;
+    const gt = html.indexOf(">", lt + 2);
     if (gt < 0) break;
     at = gt + 1;
-    if (!/\s/.test(lower[lt + 2] ?? "")) continue;
     const href = /\shref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/i.exec(html.slice(lt, gt));
     const value = href ? decodeEntities(href[1] ?? href[2] ?? href[3] ?? "").trim() : "";
     if (!value) continue;
