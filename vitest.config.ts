@@ -38,13 +38,20 @@ function fakeVectorizeWorker(): string {
   return built.outputFiles[0].text;
 }
 
+/** The fake web (test/knowledge-bases/fake-web-worker.ts), bound as WEB_FETCHER and, for publishing pages, FAKE_WEB. */
+function fakeWebWorker() {
+  const built = buildSync({ entryPoints: [fileURLToPath(new URL("./test/knowledge-bases/fake-web-worker.ts", import.meta.url))], bundle: true, format: "esm", platform: "neutral", external: ["cloudflare:*"], write: false, logLevel: "warning" });
+  return { name: "fake-web", modules: true, script: built.outputFiles[0].text, compatibilityDate: "2026-11-01" };
+}
+const fakeWebBindings = { WEB_FETCHER: { name: "fake-web", entrypoint: "FakeWeb" }, FAKE_WEB: { name: "fake-web", entrypoint: "FakeWebControl" } };
+
 const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000 };
 
 export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits } })],
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
         test: { name: "loom", include: ["test/**/*.test.ts"], ...common },
       },
       {

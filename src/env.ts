@@ -70,6 +70,11 @@ export interface Env {
   KB_VECTOR_BACKEND?: string;
   /** Chunks one knowledge base may hold (default 200,000, or 1,000,000 with Vectorize). */
   KB_MAX_CHUNKS?: string;
+  /**
+   * Optional: a Worker (an egress proxy) through which knowledge-base web pages (`url_data`) are
+   * fetched, after the SSRF guard has checked each URL; unset, they are fetched directly.
+   */
+  WEB_FETCHER?: Fetcher;
   /** CPU milliseconds the parser's Dynamic Worker may spend on one PDF or zip-based file (default 30,000). */
   KB_PARSE_CPU_MS?: string;
 }

@@ -10,6 +10,8 @@ import { VectorStore } from "../features/knowledge-bases/vector-store";
 import { KeywordScorer, wordCount } from "../features/knowledge-bases/keyword-scorer";
 import { ChunkRetriever, type KeywordHit } from "../features/knowledge-bases/chunk-retriever";
 import type { RetrieveRequest, RetrieveResult, StoredChunk } from "../features/knowledge-bases/retrieval";
+import { WebSources, type StoredPage } from "../features/knowledge-bases/web-sources";
+import type { WebSourceRecord } from "../features/knowledge-bases/web-ingestion";
 
 
 /** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
@@ -28,6 +30,8 @@ export interface IngestJob {
   documentId: string;
   embeddingModel: string;
   chunks: ChunkInput[];
+  /** Documents whose chunks leave the index in the transaction that stores this one's last chunks. */
+  replaces?: string[];
 }
 
 /** Sent back instead of throwing, since a thrown error loses its code across RPC. */
@@ -45,6 +49,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly vectors: VectorStore;
   private readonly keywords: KeywordScorer;
   private readonly retriever: ChunkRetriever;
+  private readonly web: WebSources;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -53,6 +58,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.keywords = new KeywordScorer(ctx.storage);
     this.retriever = new ChunkRetriever(this.sql, this.vectors, this.keywords);
     this.migrate();
+    this.web = new WebSources(this.sql, env, { ingest: (job, options) => this.ingest(job, options), deleteDocuments: (ids) => this.deleteDocuments(ids) });
   }
 
   /** Creates this object's tables (again after destroy() wiped them). */
@@ -69,6 +75,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       CREATE TABLE IF NOT EXISTS length_blocks (block INTEGER PRIMARY KEY, data BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS postings_cache (term TEXT PRIMARY KEY, rows BLOB NOT NULL, tfs BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS pending (document_id TEXT NOT NULL, position INTEGER NOT NULL, kb_id TEXT NOT NULL, model TEXT NOT NULL, chunk TEXT NOT NULL, PRIMARY KEY (document_id, position));
+      CREATE TABLE IF NOT EXISTS replacements (document_id TEXT PRIMARY KEY, replaces TEXT NOT NULL);
     `);
     const columns = this.sql.exec<{ name: string }>("PRAGMA table_info(items)").toArray();
     if (!columns.some((c) => c.name === "tokens")) this.sql.exec("ALTER TABLE items ADD COLUMN tokens INTEGER");
@@ -189,6 +196,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.migrate();
+    this.web.migrate();
     this.keywords.forget();
     this.vectors.unload();
   }
@@ -221,6 +229,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     }
     this.ctx.storage.transactionSync(() => {
       if (options.reset) this.sql.exec("DELETE FROM pending WHERE document_id = ?", job.documentId);
+      if (options.reset && job.replaces?.length) this.sql.exec("INSERT OR REPLACE INTO replacements (document_id, replaces) VALUES (?, ?)", job.documentId, JSON.stringify(job.replaces));
       for (const chunk of job.chunks) {
         this.sql.exec("INSERT OR REPLACE INTO pending (document_id, position, kb_id, model, chunk) VALUES (?, ?, ?, ?, ?)", job.documentId, chunk.position, job.kbId, job.embeddingModel, JSON.stringify(chunk));
       }
@@ -241,31 +250,80 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       const chunks = rows.map((r) => JSON.parse(r.chunk) as ChunkInput);
       const vectors = await embedder.embed(chunks.map((c) => c.text));
       const backend = vectorIndexFor(this.env, rows[0].kb_id);
+      let replaced: string[] = [];
       this.ctx.storage.transactionSync(() => {
         this.upsertItems(chunks.map((c, i) => ({ id: c.id, documentId: c.documentId, position: c.position, text: c.text, metadata: c.metadata, values: backend ? undefined : vectors[i] })));
         this.sql.exec("DELETE FROM pending WHERE document_id = ? AND position <= ?", documentId, rows[rows.length - 1].position);
+        replaced = this.dropReplaced(documentId);
       });
       if (backend) await backend.upsert(chunks.map((c, i) => ({ id: c.id, values: vectors[i], metadata: c.metadata })));
+      if (backend && replaced.length) await backend.deleteByIds(replaced);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.sql.exec("DELETE FROM pending WHERE document_id = ?", documentId);
+      this.sql.exec("DELETE FROM replacements WHERE document_id = ?", documentId);
       return { status: "failed", error: `indexing failed: ${message}` };
     }
     const left = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId).one().n;
     return left > 0 ? { status: "indexing", remaining: left } : { status: "ready", chunks: this.documentChunkCount(documentId) };
   }
 
+  /**
+   * Inside step()'s transaction: once a document has no pending chunks left, the documents it
+   * replaces leave the index in that same transaction, so a query sees either the old page or the
+   * new one. Answers the chunk ids removed.
+   */
+  private dropReplaced(documentId: string): string[] {
+    const left = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId).one().n;
+    const row = this.sql.exec<{ replaces: string }>("SELECT replaces FROM replacements WHERE document_id = ?", documentId).toArray()[0];
+    if (left > 0 || !row) return [];
+    this.sql.exec("DELETE FROM replacements WHERE document_id = ?", documentId);
+    const removed: string[] = [];
+    for (const old of JSON.parse(row.replaces) as string[]) {
+      const rows = this.sql.exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", old).toArray();
+      this.deleteRows(rows.map((r) => r.rowid));
+      removed.push(...rows.map((r) => r.id));
+    }
+    return removed;
+  }
+
   private documentChunkCount(documentId: string): number {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items WHERE document_id = ?", documentId).one().n;
   }
 
-  /** Continues pending documents one step at a time; safe to run twice. */
+  // ---------- RPC: web sources (url_data) ----------
+
+  /** Web sources kept (crawling or re-scraped), checked against MAX_WEB_SOURCES before a new one. */
+  async webSourceCount(): Promise<number> {
+    return this.web.count();
+  }
+
+  /** Keeps a web source whose crawl continues or that is re-scraped, and schedules its next step. */
+  async registerWebSource(record: WebSourceRecord, pages: StoredPage[]): Promise<void> {
+    this.web.register(record, pages, Date.now());
+    await this.scheduleNext();
+  }
+
+  /**
+   * Continues pending documents one step at a time, then web crawls a few pages at a time, then
+   * starts due rescrapes; safe to run twice.
+   */
   override async alarm(): Promise<void> {
     const next = this.sql.exec<{ document_id: string; kb_id: string }>("SELECT document_id, kb_id FROM pending ORDER BY rowid LIMIT 1").toArray()[0];
-    if (!next) return;
-    const result = await this.step(next.document_id);
-    if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
-    const more = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
-    if (more > 0) await this.ctx.storage.setAlarm(Date.now());
+    if (next) {
+      const result = await this.step(next.document_id);
+      if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
+    } else {
+      await this.web.step(Date.now());
+    }
+    await this.scheduleNext();
+  }
+
+  /** The alarm runs at once while chunks are pending or a crawl is in progress, else when the next rescrape is due. */
+  private async scheduleNext(): Promise<void> {
+    const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
+    if (pending > 0 || this.web.crawling()) return this.ctx.storage.setAlarm(Date.now());
+    const due = this.web.nextDue();
+    if (due !== null) await this.ctx.storage.setAlarm(due);
   }
 }

@@ -91,6 +91,11 @@ function linkedSignal(outer: AbortSignal | null | undefined, timeoutMs: number |
  * EgressError (502) for a refused redirect or a timeout; network errors pass through unchanged.
  */
 export async function egressFetch(raw: string, init: RequestInit, options: EgressOptions): Promise<Response> {
+  return (await egressExchange(raw, init, options)).response;
+}
+
+/** egressFetch, also answering the URL the final response came from (after redirects). */
+export async function egressExchange(raw: string, init: RequestInit, options: EgressOptions): Promise<{ response: Response; url: URL }> {
   const doFetch: FetchLike = options.fetch ?? ((input, requestInit) => fetch(input, requestInit));
   const signal = linkedSignal(init.signal, options.timeoutMs);
   const timedOut = (): boolean => options.timeoutMs !== undefined && Boolean(signal?.aborted) && !init.signal?.aborted;
@@ -111,8 +116,8 @@ export async function egressFetch(raw: string, init: RequestInit, options: Egres
         await response.body?.cancel();
         throw new EgressError(`the answer from ${url.hostname} exceeded ${options.maxBytes} bytes`, "too_large");
       }
-      if (!response.body || [101, 204, 205, 304].includes(response.status)) return response;
-      return new Response(capped(response.body, options.maxBytes, url.hostname), { status: response.status, statusText: response.statusText, headers: response.headers });
+      if (!response.body || [101, 204, 205, 304].includes(response.status)) return { response, url };
+      return { response: new Response(capped(response.body, options.maxBytes, url.hostname), { status: response.status, statusText: response.statusText, headers: response.headers }), url };
     }
     await response.body?.cancel();
     if (hop >= (options.maxRedirects ?? DEFAULT_MAX_REDIRECTS)) throw new EgressError(`${url.hostname} redirected too many times`, "too_many_redirects");
@@ -134,23 +139,28 @@ export interface GuardedResponse {
   body: Uint8Array;
 }
 
+/** The user agent of every knowledge-base fetch; robots.txt rules for `Loom` apply to it. */
+export const INGESTION_USER_AGENT = "Loom/0.1 (knowledge-base ingestion)";
+
 /**
- * Fetches `raw` from one of `allowHosts` through egressFetch and reads the whole (capped) body,
- * with the knowledge-base sources' errors: a refused URL or redirect is a 400, a body past the cap a 413.
+ * Fetches `raw` from one of `allowHosts` (or under `rules`, for open-ended web pages) through
+ * egressFetch and reads the whole (capped) body, with the knowledge-base sources' errors: a
+ * refused URL or redirect is a 400, a body past the cap a 413.
  */
 export async function guardedFetch(
   raw: string,
-  options: { allowHosts: readonly string[]; maxBytes: number; timeoutMs: number; maxRedirects?: number; fetch?: FetchFunction; headers?: Record<string, string> },
-): Promise<GuardedResponse> {
-  const url = checkUrl(raw, options.allowHosts);
+  options: ({ allowHosts: readonly string[] } | { rules: UrlRules }) & { maxBytes: number; timeoutMs: number; maxRedirects?: number; fetch?: FetchFunction; headers?: Record<string, string> },
+): Promise<GuardedResponse & { url: string }> {
+  const rules: UrlRules = "rules" in options ? options.rules : { allowHosts: options.allowHosts };
+  const url = checkUrl(raw, rules);
   try {
-    const response = await egressFetch(
+    const { response, url: finalUrl } = await egressExchange(
       raw,
-      { headers: { "user-agent": "Loom/0.1 (knowledge-base ingestion)", ...options.headers } },
-      { rules: { allowHosts: options.allowHosts }, maxBytes: options.maxBytes, timeoutMs: options.timeoutMs, maxRedirects: options.maxRedirects, fetch: options.fetch },
+      { headers: { "user-agent": INGESTION_USER_AGENT, ...options.headers } },
+      { rules, maxBytes: options.maxBytes, timeoutMs: options.timeoutMs, maxRedirects: options.maxRedirects, fetch: options.fetch },
     );
     const body = new Uint8Array(await response.arrayBuffer());
-    return { status: response.status, contentType: response.headers.get("content-type") ?? "", body };
+    return { status: response.status, contentType: response.headers.get("content-type") ?? "", body, url: finalUrl.toString() };
   } catch (error) {
     if (error instanceof EgressError && error.reason === "too_large") throw new AppError("payload_too_large", `the fetched resource exceeds ${options.maxBytes} bytes`);
     if (error instanceof EgressError && error.blocked) throw error.blocked;

@@ -7,10 +7,14 @@ import { AppError } from "./errors";
  * - an organization's model server (`{ publicHosts: true, trustedHosts }`): any named public host
  *   over https, any port; the operator's `trustedHosts` (ALLOW_PRIVATE_MODEL_HOSTS) may be private
  *   or loopback and may use http.
- * In both, no credentials in the URL and no IP literal in any spelling (decimal, octal, hex, short,
- * IPv6, IPv4-mapped), unless the operator trusted that exact address.
+ * - a web page a knowledge base indexes (`{ webHosts: true }`): any named public host over https or
+ *   plain http (pages are public and many sites still serve http), on the scheme's default port
+ *   only, so a public name cannot be used to reach some other service on an odd port.
+ * In all, no credentials in the URL and no IP literal in any spelling (decimal, octal, hex, short,
+ * IPv6, IPv4-mapped), unless the operator trusted that exact address; open-ended hosts must not be
+ * local or private names.
  */
-export type UrlRules = { allowHosts: readonly string[] } | { publicHosts: true; trustedHosts: readonly string[] };
+export type UrlRules = { allowHosts: readonly string[] } | { publicHosts: true; trustedHosts: readonly string[] } | { webHosts: true };
 
 export class BlockedUrlError extends AppError {
   /** The reason without the "refused to fetch" prefix, for field-level (422) messages. */
@@ -103,7 +107,11 @@ export function checkUrl(raw: string, rulesOrHosts: UrlRules | readonly string[]
   if (url.username || url.password) throw new BlockedUrlError("URLs with credentials are not allowed");
   const trusted = "trustedHosts" in rules && (url.protocol === "http:" || url.protocol === "https:") && isTrusted(url, rules.trustedHosts);
   if (trusted) return url;
-  if (url.protocol !== "https:") throw new BlockedUrlError("only https URLs are allowed");
+  if ("webHosts" in rules) {
+    if (url.protocol !== "https:" && url.protocol !== "http:") throw new BlockedUrlError("only http and https URLs are allowed");
+    // The parser empties the port when it is the scheme's default.
+    if (url.port) throw new BlockedUrlError("only the default port of http or https is allowed");
+  } else if (url.protocol !== "https:") throw new BlockedUrlError("only https URLs are allowed");
   if ("allowHosts" in rules && url.port && url.port !== "443") throw new BlockedUrlError("only the default https port is allowed");
   // Check the authority as written too: the parser turns 0x7f.1 or 2130706433 into 127.0.0.1.
   const written = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(raw.trim())?.[1] ?? "";

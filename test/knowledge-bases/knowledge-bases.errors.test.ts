@@ -102,7 +102,7 @@ describe("knowledge bases: indexing errors", () => {
     expect(await post(url, key, { file_data: { file: { raw_bytes: "", metadata: { name: "a.txt" } } } })).toEqual({ status: 400, body: failed("file_data.file.raw_bytes: must not be empty") });
     const huge = "A".repeat(28 * 1024 * 1024);
     expect(await post(url, key, { file_data: { file: { raw_bytes: huge, metadata: { name: "a.txt" } } } })).toEqual({ status: 413, body: failed("file_data.file.raw_bytes: the file exceeds 20971520 bytes") });
-    expect(await post(url, key, {})).toEqual({ status: 400, body: failed("give file_data, encyclopedia, video or preprint to index") });
+    expect(await post(url, key, {})).toEqual({ status: 400, body: failed("give file_data, url_data, encyclopedia, video or preprint to index") });
     expect(await post(url, key, { ...fileData("a.txt", "text/plain", "hi"), config: { chunk_size: 50, chunk_overlap: 60 } })).toEqual({ status: 400, body: failed("config.chunk_overlap: must be less than chunk_size") });
     expect(await post(url, key, { ...fileData("a.txt", "text/plain", "hi"), config: { enrichment_tasks: ["summarise"] } })).toEqual({ status: 400, body: failed("config.enrichment_tasks: Loom does not run enrichment tasks yet; send an empty list") });
     const unknownConfig = await post(url, key, { ...fileData("a.txt", "text/plain", "hi"), config: { chunk_sise: 10 } });

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { parseRequestBody } from "../../src/lib/body";
 import { IndexBody } from "../../src/features/knowledge-bases/knowledge-bases.schemas";
-import { DEFAULT_INDEXING_CONFIG, sdkIndexFile, sdkNewKnowledgeBase, sdkQuery, sdkRequest, type Body } from "./sdk-wire";
+import { env } from "cloudflare:test";
+import { DEFAULT_INDEXING_CONFIG, sdkIndexFile, sdkIndexUrl, sdkNewKnowledgeBase, sdkQuery, sdkRequest, type Body } from "./sdk-wire";
 
 const WHALES = "Whales are marine mammals. The blue whale is the largest animal known to have ever existed. Whales breathe air through blowholes.";
 const BREAD = "Sourdough bread is made by fermenting dough with wild yeast and lactobacilli. The starter gives the bread its sour taste.";
@@ -76,6 +77,23 @@ describe("the hosted SDK's KnowledgeBase against Loom", () => {
     const parsed = IndexBody.safeParse(await parseRequestBody(new Request("http://loom.test/", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })));
     expect(parsed.success).toBe(true);
     expect(parsed.data?.config).toEqual({ index_tables: false, analyze_documents: false, file_processing_implementation: "Default" });
+  });
+
+  it("index_document('url') with the SDK's defaults (recursive, CHUNKS, Never) and with every option set indexes the page", async () => {
+    const key = (await seedOrg()).owner.apiKey;
+    const kb = await sdkNewKnowledgeBase(key);
+    const site = `sdk-${crypto.randomUUID().slice(0, 8)}.example.com`;
+    await env.FAKE_WEB.publish(`https://${site}/whales`, { headers: { "content-type": "text/html" }, body: `<html><head><title>Whales</title></head><body><p>${WHALES}</p></body></html>` });
+    const plain = await sdkIndexUrl(key, kb, `https://${site}/whales`);
+    expect(plain.status).toBe(200);
+    expect(plain.body).toMatchObject({ status: "success", document_ids: [expect.any(String)] });
+    const all = await sdkIndexUrl(key, kb, `https://${site}/whales`, { recursive: false, return_type: "CONTENT", recursive_url_limit: 5, ai_enhance_content: true, apify_key: "apify_api_xyz", rescrape_frequency: "Weekly" });
+    expect(all.status).toBe(200);
+    const docs = (await sdkRequest(key, "GET", `/knowledge-base/${kb}/documents`)).body.documents as Body[];
+    expect(docs[0]).toMatchObject({ name: "Whales", source: "url", status: "ready" });
+    expect(JSON.stringify(docs)).not.toContain("apify_api_xyz");
+    const found = await sdkQuery(key, kb, ["blue whale"]);
+    expect(String(((found.body.result as Body).chunks as Body[])[0].text)).toContain("blue whale");
   });
 
   it("find_documents(title=...) answers the matching document_ids; folder and integration filters match nothing in Loom", async () => {

@@ -120,3 +120,17 @@ export function sdkQuery(apiKey: string, kbId: string, queries: string[], option
     json: { queries, search_metadata: { ...DEFAULT_SEARCH_METADATA, ...options.searchMetadata }, config: { ...DEFAULT_QUERY_CONFIG, ...options.config } },
   });
 }
+
+/**
+ * `kb.index_document("url", url, url_data_config=URLDataConfig(...))`: JSON `url_data` with the
+ * request's options left out when unset (`recursive` True and `return_type` "CHUNKS" by default,
+ * `recursive_url_limit` sent as `url_limit`), `rescrape_frequency` "Never" by default, and the
+ * default IndexingConfig as `config`.
+ */
+export function sdkIndexUrl(apiKey: string, kbId: string, url: string, options: { recursive?: boolean; return_type?: string; recursive_url_limit?: number; ai_enhance_content?: boolean; apify_key?: string; rescrape_frequency?: string } = {}): Promise<SdkResponse> {
+  const request: Body = { url, recursive: options.recursive ?? true, return_type: options.return_type ?? "CHUNKS" };
+  if (options.recursive_url_limit !== undefined) request.url_limit = options.recursive_url_limit;
+  if (options.ai_enhance_content !== undefined) request.ai_enhance_content = options.ai_enhance_content;
+  if (options.apify_key !== undefined) request.apify_key = options.apify_key;
+  return sdkRequest(apiKey, "POST", `/knowledge-base/${kbId}/index`, { json: { url_data: { request, rescrape_frequency: options.rescrape_frequency ?? "Never" }, config: DEFAULT_INDEXING_CONFIG } });
+}

@@ -7,7 +7,7 @@ import { fromBase64 } from "../../lib/crypto";
 import { newId, toHex } from "../../lib/ids";
 import type { FetchFunction } from "../../lib/egress";
 import { auditInsert } from "../audit/audit.service";
-import type { ChunkInput, IngestResult } from "../../durable-objects/knowledge-base-index";
+import type { ChunkInput, IngestJob, IngestResult } from "../../durable-objects/knowledge-base-index";
 import { chunkText } from "./chunker";
 import { detectFileType, KIND_MIME } from "./extract-text";
 import { readDocumentText } from "./parsing/document-parser";
@@ -17,6 +17,7 @@ import { markDocumentIndexed } from "./documents.repository";
 import { writableKnowledgeBase } from "./knowledge-bases.service";
 import { fetchArxiv, fetchWikipedia, fetchYoutube, type SourceDocument } from "./sources";
 import type { IndexInput } from "./knowledge-bases.schemas";
+import { indexUrlData } from "./web-ingestion";
 
 /** Largest file Loom indexes, after base64 decoding. */
 export const MAX_FILE_BYTES = 20 * 1024 * 1024;
@@ -30,7 +31,12 @@ export interface IngestionDeps {
   fetch?: FetchFunction;
 }
 
-interface PreparedDocument {
+/** Where a document's chunks go: its knowledge base's index object (a stub from the Worker, the object itself in its alarm). */
+export interface IngestTarget {
+  ingest(job: IngestJob, options: { reset: boolean; start: boolean; total?: number }): Promise<IngestResult>;
+}
+
+export interface PreparedDocument {
   name: string;
   path: string | null;
   mimeType: string;
@@ -90,6 +96,11 @@ function fromSource(doc: SourceDocument): PreparedDocument {
   return { name: doc.name, path: doc.url, mimeType: doc.mimeType, source: doc.source, size: new TextEncoder().encode(text).length, bytes: new TextEncoder().encode(text), customMetadata: {}, pages: doc.pages, extraMetadata: doc.metadata };
 }
 
+export interface ChunkSettings {
+  chunkSize: number;
+  chunkOverlap: number;
+}
+
 function chunkSettings(kb: KnowledgeBaseRow, config: IndexInput["config"]): { chunkSize: number; chunkOverlap: number } {
   const chunkSize = config.chunk_size ?? kb.chunkSize;
   const chunkOverlap = config.chunk_overlap ?? (config.chunk_size !== undefined ? Math.min(kb.chunkOverlap, chunkSize - 1) : kb.chunkOverlap);
@@ -114,7 +125,7 @@ export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: 
     ["video", input.video ?? input.youtube, fetchYoutube],
     ["preprint", input.preprint ?? input.arxiv, (ref, f) => fetchArxiv(ref, f, readPdf)],
   ];
-  if (!input.file_data && refs.every(([, ref]) => !ref)) throw badRequest("give file_data, encyclopedia, video or preprint to index");
+  if (!input.file_data && !input.url_data && refs.every(([, ref]) => !ref)) throw badRequest("give file_data, url_data, encyclopedia, video or preprint to index");
 
   const prepared: PreparedDocument[] = [];
   if (input.file_data) prepared.push(await prepareFile(env, auth.orgId, input.file_data));
@@ -122,10 +133,16 @@ export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: 
 
   const ids: string[] = [];
   for (const doc of prepared) ids.push(await indexOne(env, auth, kb, doc, settings));
+  if (input.url_data) ids.push(...(await indexUrlData(env, auth, kb, input.url_data, settings, deps.fetch)));
   return ids;
 }
 
-async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, doc: PreparedDocument, settings: { chunkSize: number; chunkOverlap: number }): Promise<string> {
+/**
+ * Stores one document's row and indexes its chunks; answers its id (an identical document's id
+ * when one is already indexed). `replaces` names documents whose chunks leave the index in the
+ * same transaction as this one's last chunks arrive (a re-scraped page).
+ */
+export async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, doc: PreparedDocument, settings: ChunkSettings, options: { target?: IngestTarget; replaces?: string[] } = {}): Promise<string> {
   const db = database(env);
   const fingerprint = doc.pages ? `${settings.chunkSize}:${settings.chunkOverlap}:${JSON.stringify(doc.customMetadata)}:${doc.pages.join("\f")}` : "";
   const contentHash = doc.pages ? await sha256OfBytes(new TextEncoder().encode(fingerprint)) : `failed:${await sha256OfBytes(doc.bytes ?? new Uint8Array())}`;
@@ -164,6 +181,13 @@ async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, doc: 
   };
   await db.batch([db.insert(kbDocuments).values(row), auditInsert(env, auth, { action: "knowledge_base.index", targetType: "knowledge_base", targetId: kb.id, details: { document_id: id, name: doc.name, source: doc.source } })]);
   if (doc.error || !doc.pages) return id;
+  await ingestDocument(env, kb, id, doc, settings, options);
+  return id;
+}
+
+/** Chunks a stored document's pages and sends them to the index, recording how it ended (unless it continues in steps). */
+export async function ingestDocument(env: Env, kb: KnowledgeBaseRow, id: string, doc: PreparedDocument, settings: ChunkSettings, options: { target?: IngestTarget; replaces?: string[] } = {}): Promise<void> {
+  if (!doc.pages) return;
 
   const chunks: ChunkInput[] = [];
   const base = { ...doc.customMetadata, ...doc.extraMetadata, document_id: id, name: doc.name, ...(doc.path ? { path: doc.path } : {}), mime_type: doc.mimeType, source: doc.source };
@@ -177,14 +201,14 @@ async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, doc: 
   if (chunks.length === 0) result = { status: "failed", error: "no text could be extracted from this document" };
   else if (chunks.length > MAX_CHUNKS_PER_DOCUMENT) result = { status: "failed", error: `the document gives ${chunks.length} chunks; the limit is ${MAX_CHUNKS_PER_DOCUMENT}` };
   else {
-    const stub = indexStub(env, kb.id);
+    const target: IngestTarget = options.target ?? indexStub(env, kb.id);
     result = { status: "indexing", remaining: chunks.length };
     for (let i = 0; i < chunks.length; i += CHUNKS_PER_CALL) {
       const last = i + CHUNKS_PER_CALL >= chunks.length;
-      result = await stub.ingest({ kbId: kb.id, documentId: id, embeddingModel: kb.embeddingModel, chunks: chunks.slice(i, i + CHUNKS_PER_CALL) }, { reset: i === 0, start: last, total: chunks.length });
+      const job: IngestJob = { kbId: kb.id, documentId: id, embeddingModel: kb.embeddingModel, chunks: chunks.slice(i, i + CHUNKS_PER_CALL), ...(options.replaces?.length ? { replaces: options.replaces } : {}) };
+      result = await target.ingest(job, { reset: i === 0, start: last, total: chunks.length });
       if (result.status === "failed") break;
     }
   }
   if (result.status !== "indexing") await markDocumentIndexed(env, id, result);
-  return id;
 }

@@ -52,7 +52,7 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
 
   defineRoute(
     app,
-    { ...common, method: "post", path: "/v1/knowledge-base/:id/index", summary: "Index a file, an encyclopedia article, a video transcript or a preprint", params: KnowledgeBaseParams, body: IndexBody, responses: { 403: "Not yours to change", 404: "No such knowledge base", 413: "File too large", 502: "The outside source failed" } },
+    { ...common, method: "post", path: "/v1/knowledge-base/:id/index", summary: "Index a file, web pages (url_data), an encyclopedia article, a video transcript or a preprint", params: KnowledgeBaseParams, body: IndexBody, responses: { 403: "Not yours to change", 404: "No such knowledge base", 413: "File or page too large", 502: "The outside source failed" } },
     async (c, { params, body }) => c.json({ status: "success", document_ids: await indexIntoKnowledgeBase(c.env, c.get("auth"), params.id, body) }),
   );
 

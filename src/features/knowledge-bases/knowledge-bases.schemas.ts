@@ -54,12 +54,35 @@ export const IndexConfig = z
     file_processing_implementation: z.literal("Default").optional(),
     chunk_size: chunkSize().optional(),
     chunk_overlap: chunkOverlap().optional(),
-    scraper_api_key: z.string().max(500).optional().openapi({ description: "Accepted and ignored: Loom fetches only its allow-listed sources itself." }),
+    scraper_api_key: z.string().max(500).optional().openapi({ description: "Accepted and ignored, never stored: Loom fetches its sources and web pages itself." }),
     apify_key: z.string().max(500).optional().openapi({ description: "The hosted SDK's name for `scraper_api_key`; accepted and ignored alike." }),
   })
   .strict();
 
 const SourceRef = () => zString(1, 2000);
+
+/** Pages one `url_data` crawl may index: the default, and the hard cap (more is a 400). */
+export const URL_LIMIT_DEFAULT = 10;
+export const URL_LIMIT_MAX = 100;
+export const RESCRAPE_FREQUENCIES = ["Never", "Daily", "Weekly", "Monthly"] as const;
+
+const UrlRequest = z
+  .object({
+    url: zString(1, 2000).openapi({ description: "The page to index: an http or https URL of a named public host." }),
+    recursive: zBool().optional().default(false).openapi({ description: "Also index pages of the same site linked from it, breadth-first, up to `url_limit` pages in all." }),
+    return_type: z.enum(["CHUNKS", "CONTENT"]).optional().default("CHUNKS").openapi({ description: "`CHUNKS`: one document per page. `CONTENT`: one document for the whole crawl, one page per web page." }),
+    url_limit: zInt(1, URL_LIMIT_MAX).optional().openapi({ description: `Pages indexed at most, counting the first (default ${URL_LIMIT_DEFAULT}, at most ${URL_LIMIT_MAX}).` }),
+    ai_enhance_content: zBool().optional().openapi({ description: "Accepted; Loom indexes the page's own text and does not rewrite it with a model." }),
+    apify_key: z.string().max(500).optional().openapi({ description: "Accepted and ignored, never stored: Loom fetches pages itself." }),
+  })
+  .strict();
+
+const UrlData = z
+  .object({
+    request: zJsonObject(UrlRequest),
+    rescrape_frequency: z.enum(RESCRAPE_FREQUENCIES).optional().default("Never").openapi({ description: "How often the index object fetches the pages again and replaces their documents." }),
+  })
+  .strict();
 
 export const IndexBody = z
   .object({
@@ -70,6 +93,7 @@ export const IndexBody = z
     youtube: SourceRef().optional(),
     preprint: SourceRef().optional(),
     arxiv: SourceRef().optional(),
+    url_data: zJsonObject(UrlData).optional(),
     config: zJsonObject(IndexConfig).optional().default({}),
   })
   .openapi("KnowledgeBaseIndexBody");
@@ -136,6 +160,7 @@ export const QueryBody = z
 
 export type KnowledgeBaseCreateInput = z.output<typeof KnowledgeBaseCreateBody>;
 export type IndexInput = z.output<typeof IndexBody>;
+export type UrlDataInput = z.output<typeof UrlData>;
 export type QueryInput = z.output<typeof QueryBody>;
 
 /** The hosted SDK's `find_documents` filters; each given one must match. */
