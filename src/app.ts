@@ -7,6 +7,7 @@ import { registerAdminRoutes } from "./features/admin/admin.routes";
 import { registerConnectionRoutes } from "./features/connections/connections.routes";
 import { registerAgentRoutes } from "./features/agents/agents.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
+import { registerHomeRoutes } from "./features/home/home.routes";
 import { registerChatbotRoutes } from "./features/chatbots/chatbots.routes";
 import { registerPipelineRoutes } from "./features/pipelines/pipelines.routes";
 import { registerTransformationRoutes } from "./features/transformations/transformations.routes";
@@ -30,6 +31,7 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerConnectionRoutes(app);
   registerAgentRoutes(app);
   registerDocsRoutes(app);
+  registerHomeRoutes(app);
   registerChatbotRoutes(app);
   registerPipelineRoutes(app);
   registerTransformationRoutes(app);
