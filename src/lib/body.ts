@@ -122,6 +122,16 @@ export async function formToObject(form: FormData): Promise<Json> {
   return out;
 }
 
+/**
+ * `curl -d '{...}'` sends JSON labelled as a form; read as a form it is one field named by the whole
+ * text and every real field looks missing. No form field is ever named like that, so say what happened.
+ */
+function refuseJsonSentAsForm(buffer: ArrayBuffer): void {
+  const text = new TextDecoder().decode(buffer).trim();
+  if (!text.startsWith("{") || !isPlainObject(tryParseJson(text))) return;
+  throw badRequest("the body is JSON but was sent as a form (content-type: application/x-www-form-urlencoded, which curl -d sets); send it with the header content-type: application/json");
+}
+
 async function readCapped(request: Request): Promise<ArrayBuffer> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > MAX_BODY_BYTES) throw new AppError("payload_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
@@ -138,6 +148,7 @@ export async function parseRequestBody(request: Request): Promise<Json> {
   const contentType = (request.headers.get("content-type") ?? "").toLowerCase();
   const buffer = await readCapped(request);
   if (buffer.byteLength === 0) return {};
+  if (contentType.startsWith("application/x-www-form-urlencoded")) refuseJsonSentAsForm(buffer);
   if (contentType.startsWith("multipart/form-data") || contentType.startsWith("application/x-www-form-urlencoded")) {
     let form: FormData;
     try {
