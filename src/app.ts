@@ -2,6 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "./env";
 import { renderError, renderNotFound } from "./lib/render-error";
 import { requestId } from "./middleware/request-id";
+import { accessLog } from "./middleware/access-log";
 import { registerAuthRoutes } from "./features/auth/auth.routes";
 import { registerAdminRoutes } from "./features/admin/admin.routes";
 import { registerConnectionRoutes } from "./features/connections/connections.routes";
@@ -17,6 +18,7 @@ import { registerKnowledgeBaseRoutes } from "./features/knowledge-bases/knowledg
 export function createApp(): OpenAPIHono<AppBindings> {
   const app = new OpenAPIHono<AppBindings>({ strict: true });
   app.use("*", requestId);
+  app.use("*", accessLog);
   app.onError(renderError);
   app.notFound(renderNotFound);
 
