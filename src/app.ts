@@ -3,6 +3,7 @@ import type { AppBindings } from "./env";
 import { renderError, renderNotFound } from "./lib/render-error";
 import { requestId } from "./middleware/request-id";
 import { accessLog } from "./middleware/access-log";
+import { bodyWarnings } from "./middleware/warnings";
 import { registerAuthRoutes } from "./features/auth/auth.routes";
 import { registerAdminRoutes } from "./features/admin/admin.routes";
 import { registerConnectionRoutes } from "./features/connections/connections.routes";
@@ -19,6 +20,7 @@ export function createApp(): OpenAPIHono<AppBindings> {
   const app = new OpenAPIHono<AppBindings>({ strict: true });
   app.use("*", requestId);
   app.use("*", accessLog);
+  app.use("*", bodyWarnings);
   app.onError(renderError);
   app.notFound(renderNotFound);
 

@@ -93,6 +93,8 @@ export interface AppVariables {
   requestId: string;
   /** Which error envelope this request answers with. */
   group: "A" | "B";
+  /** Group A: "unknown field x ignored" for each body field the route's schema dropped. */
+  warnings?: string[];
 }
 
 export interface AppBindings {

@@ -4,6 +4,7 @@ import { z } from "@hono/zod-openapi";
 import type { AppBindings, Role } from "../env";
 import { AppError, type ValidationIssue } from "./errors";
 import { parseRequestBody } from "./body";
+import { unknownFields } from "./unknown-fields";
 import { authenticate, requireRole, type AuthMode } from "../middleware/auth";
 
 /** Group A is the public API under /v1; Group B the application backend at the root. */
@@ -117,7 +118,10 @@ export function defineRoute<
     }
     const params = validate(spec.params, c.req.param(), "path", spec.group);
     const query = validate(spec.query, queryObject(c), "query", spec.group);
-    const body = spec.body ? validate(spec.body, await parseRequestBody(c.req.raw), "body", spec.group) : ({} as Infer<B>);
+    const rawBody = spec.body ? await parseRequestBody(c.req.raw) : {};
+    const body = spec.body ? validate(spec.body, rawBody, "body", spec.group) : ({} as Infer<B>);
+    // Group A answers as before, plus a warning per field it dropped (src/middleware/warnings.ts).
+    if (spec.body && spec.group === "A") c.set("warnings", unknownFields(spec.body, rawBody).map((field) => `unknown field ${field} ignored`));
     return handler(c, { params, query, body } as RouteInput<P, Q, B>);
   });
 }
