@@ -37,6 +37,10 @@ export function extractAnswer(question: string, passages: string[], options: Ext
       candidates.push({ sentence, source: i + 1, terms: new Set(terms), length: terms.length });
     }
   });
+  // A sentence of one or two content words is a heading or a label ("Refunds policy." once a
+  // Markdown heading has become a sentence), not an answer: quoted only when nothing longer exists.
+  const substantive = candidates.filter((c) => c.length >= 3);
+  if (substantive.length > 0) candidates.splice(0, candidates.length, ...substantive);
   if (queryTerms.size === 0 || candidates.length === 0) return { text: NO_ANSWER, quotes: [] };
   const idf = new Map<string, number>();
   for (const term of queryTerms) {
