@@ -3,6 +3,10 @@ import { buildSync } from "esbuild";
 import { defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
 
+// wrangler's informational lines ("Using secrets defined in .dev.vars", once per test file) are noise
+// in a test run; its warnings still show. WRANGLER_LOG=info brings them back.
+process.env.WRANGLER_LOG ??= "warn";
+
 const migrations = await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url)));
 
 const bindings = {
@@ -14,6 +18,9 @@ const bindings = {
   // list theirs: fake servers (reached through FakeNetwork, never the network), a loopback Ollama
   // port, and a loopback port nothing listens on. Every other private address is still refused,
   // which test/providers/egress.security.test.ts checks.
+  // One log line per request would bury the test report; tests that check logging raise it with
+  // callWith({ LOG_LEVEL: "info" }). `LOG_LEVEL=info npm test` shows every line.
+  LOG_LEVEL: process.env.LOG_LEVEL ?? "off",
   ALLOW_PRIVATE_MODEL_HOSTS: "ollama.internal:11434,tei.internal,flaky.internal,slow.internal,llm.internal,127.0.0.1:11434,127.0.0.1:9",
 };
 

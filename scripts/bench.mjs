@@ -1,23 +1,30 @@
 // `npm run bench [-- SECTION ...] [--base=URL]`: runs the benchmark sections in scripts/bench/*.mjs
-// against a running Loom (`npm start`; default http://127.0.0.1:8787, or --base / LOOM_BASE_URL /
-// LOOM_URL). A section either exports `run({ base, args })` or is a plain script that reads
-// LOOM_URL; with no section names all run, in file-name order. Start the server with
-// `npm start -- --no-rate-limits`: the sections send far more requests per key than the limits allow.
+// against a running Loom (`npm start`; default http://127.0.0.1:8787). A section either exports
+// `run({ base, args })` or is a plain script that reads LOOM_URL (set here from --base); with no
+// section names all run, in file-name order. Start the server with `npm start -- --no-rate-limits`:
+// the sections send far more requests per key than the limits allow. `--help` lists the sections.
 import { readdirSync, readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { join } from "node:path";
+import { requireLoom, takeBase } from "./loom-base.mjs";
 
 const dir = fileURLToPath(new URL("./bench/", import.meta.url));
-const argv = process.argv.slice(2);
+const { base, rest: argv } = takeBase(process.argv.slice(2), "bench");
 const args = new Map(argv.filter((a) => a.startsWith("--")).map((a) => {
   const [key, value] = a.replace(/^--/, "").split("=");
   return [key, value ?? "true"];
 }));
 const wanted = argv.filter((a) => !a.startsWith("--"));
-const base = (args.get("base") ?? process.env.LOOM_BASE_URL ?? process.env.LOOM_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
-
 const sections = readdirSync(dir).filter((f) => f.endsWith(".mjs")).sort().map((f) => f.replace(/\.mjs$/, ""));
+if (args.has("help") || args.has("h")) {
+  console.log(`usage: npm run bench [-- SECTION ...] [--base=URL] [section options]
+  --base=URL   the Loom to measure (default http://127.0.0.1:8787; start it with npm start -- --no-rate-limits)
+  SECTION      one or more of: ${sections.join(", ")} (default: all, in this order)
+  other --options are passed to every section (see the header comment of scripts/bench/<section>.mjs)`);
+  process.exit(0);
+}
+await requireLoom(base, "bench");
 const unknown = wanted.filter((w) => !sections.includes(w));
 if (unknown.length) {
   console.error(`unknown section(s): ${unknown.join(", ")}; available: ${sections.join(", ")}`);

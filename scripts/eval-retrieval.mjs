@@ -1,6 +1,5 @@
-// `npm run eval:retrieval [BASE_URL]`: retrieval quality of Loom's knowledge bases, end to end
-// through the public API of a running server (`npm start`; default http://127.0.0.1:8787, or the
-// first argument, or LOOM_BASE_URL). Signs up a fresh user, creates an API key and a knowledge
+// `npm run eval:retrieval [-- --base=URL]`: retrieval quality of Loom's knowledge bases, end to end
+// through the public API of a running server (`npm start`; default http://127.0.0.1:8787). Signs up a fresh user, creates an API key and a knowledge
 // base, indexes the Cranfield collection (../shared/data/cranfield: 1,400 aeronautics abstracts,
 // 225 queries, graded judgements) as one text file per document, then runs every query in keyword,
 // vector and hybrid mode and prints nDCG@10 and Recall@100 for each.
@@ -16,21 +15,24 @@
 // which need no model connection).
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { existsSync } from "node:fs";
 import { loadCranfield, ndcgAt, recallAt } from "./cranfield.mjs";
+import { requireLoom, takeBase } from "./loom-base.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+const { base, rest } = takeBase(process.argv.slice(2), "eval:retrieval");
 const args = new Map(
-  process.argv
-    .slice(2)
+  rest
     .filter((a) => a.startsWith("--"))
     .map((arg) => {
       const [key, value] = arg.replace(/^--/, "").split("=");
       return [key, value ?? "true"];
     }),
 );
-const base = (positional[0] ?? process.env.LOOM_BASE_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
-const dataDir = args.get("data") ?? join(root, "../shared/data/cranfield");
+// The collection sits in the shared data folder beside the checkout (../shared/data) or beside
+// the folder of worktrees (../../shared/data): the first that exists is the default.
+const dataDir = args.get("data") ?? [join(root, "../shared/data/cranfield"), join(root, "../../shared/data/cranfield")].find((dir) => existsSync(dir)) ?? join(root, "../shared/data/cranfield");
+await requireLoom(base, "eval:retrieval");
 const concurrency = Number(args.get("concurrency") ?? 4);
 const chunkSize = Number(args.get("chunk-size") ?? 400);
 const hybridConfig = args.has("hybrid") ? { fusion_method: args.get("hybrid"), ...(args.has("alpha") ? { alpha: Number(args.get("alpha")) } : {}) } : undefined;

@@ -1,24 +1,60 @@
-// `npm run smoke [-- --base=URL] [--large=5000]`: an end-to-end check of a running Loom (`npm start`,
-// default http://127.0.0.1:8787, or --base / LOOM_URL). It walks what a new user does and exercises
+// `npm run smoke [-- --base=URL] [--large=5000] [--readme]`: an end-to-end check of a running Loom
+// (`npm start`; default http://127.0.0.1:8787). It walks what a new user does and exercises
 // every binding wrangler.toml declares:
 //   signup and an API key (D1, secrets, LOGIN_LIMITER through a login), a knowledge base with an
 //   indexed text file and a query (R2, the KB_INDEX Durable Object), the pipeline "Hello world"
 //   and a pipeline with a wait node (PIPELINE_RUNS, its alarm), a transformation in JavaScript and
 //   in Python (LOADER: Dynamic Workers), a chatbot run (CONVERSATIONS), and a large document of
 //   --large chunks that only finishes from the index Durable Object's alarm.
+// --readme runs only README.md's "first session" block, as pasted into `sh` (with a fresh email),
+// so the README's example cannot rot.
 // Prints one line per step; exits 1 on the first failure.
-const argv = new Map(process.argv.slice(2).map((a) => {
-  // A bare URL is the base, as the other scripts take it; anything else unknown is refused.
-  if (/^https?:\/\//.test(a)) return ["base", a];
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { requireLoom, takeBase } from "./loom-base.mjs";
+
+const usage = "usage: npm run smoke [-- --base=URL] [--large=5000] [--readme]";
+const { base, rest } = takeBase(process.argv.slice(2), "smoke");
+const argv = new Map(rest.map((a) => {
   const [key, value] = a.replace(/^--/, "").split("=");
-  if (!["base", "large"].includes(key)) {
-    console.error(`smoke: unknown argument "${a}"; usage: npm run smoke [-- --base=URL] [--large=5000]`);
+  if (key === "help" || key === "h") {
+    console.log(usage);
+    process.exit(0);
+  }
+  if (!a.startsWith("--") || !["large", "readme"].includes(key)) {
+    console.error(`smoke: unknown argument "${a}"; ${usage}`);
     process.exit(2);
   }
   return [key, value ?? "true"];
 }));
-const base = (argv.get("base") ?? process.env.LOOM_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
 const largeChunks = Number(argv.get("large") ?? 5000);
+await requireLoom(base, "smoke");
+
+if (argv.has("readme")) {
+  runReadmeBlock();
+  process.exit(0);
+}
+
+/** Runs README.md's first-session block in `sh` against `base`, with a fresh email and organization. */
+function runReadmeBlock() {
+  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
+  const block = /A first session[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (!block) {
+    console.log("FAIL README.md has no first-session ```sh block");
+    process.exit(1);
+  }
+  const tag = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+  const script = block
+    .replace(/^BASE=.*$/m, `BASE=${base}`)
+    .replaceAll("me@example.com", `readme-${tag}@example.com`)
+    .replaceAll('"organization":"acme"', `"organization":"readme-${tag}"`);
+  const run = spawnSync("sh", ["-e", "-c", `${script}\necho; echo "TOKEN=\${#TOKEN} KEY=\${KEY%%_*}_ KB=\${KB}"`], { encoding: "utf8" });
+  const output = `${run.stdout}${run.stderr}`;
+  const ok = run.status === 0 && /"document_ids":\["/.test(output) && /"status":"success","result":\{"chunks":\[\{/.test(output) && /Refunds are paid/.test(output) && /KEY=sk_/.test(output);
+  console.log(`${ok ? "ok  " : "FAIL"} README first session against ${base}${ok ? "" : `:\n${output}`}`);
+  if (!ok) process.exit(1);
+}
 
 async function api(method, path, body, key) {
   const headers = { "content-type": "application/json" };

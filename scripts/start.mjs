@@ -18,6 +18,10 @@ import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
+// wrangler's own informational lines ("Using secrets defined in .dev.vars") are noise here; its
+// warnings and errors still show. WRANGLER_LOG=info (or debug) in the environment brings them back.
+process.env.WRANGLER_LOG ??= "warn";
+
 const root = fileURLToPath(new URL("..", import.meta.url));
 const usage = "usage: npm start [-- --port <1-65535>] [--ip <address>] [--no-rate-limits]\n  defaults: --port 8787 --ip 127.0.0.1, with wrangler.toml's rate limits";
 
@@ -54,6 +58,12 @@ function fail(message, showUsage = true) {
   process.exit(2);
 }
 
+// npm puts node_modules/.bin first on PATH, so `npm start` runs the node@22 that `npm install`
+// fetched (the `node` devDependency) even where the system Node is older; run by hand, say so.
+if (Number(process.versions.node.split(".")[0]) < 22) {
+  fail(`Loom's scripts need Node 22 or later (this is ${process.version}); run them through npm (npm start), which uses the node@22 in node_modules/.bin`, false);
+}
+
 const { port, ip, rateLimits } = parseArgs(process.argv.slice(2));
 
 // A taken port is reported now, not after migrating and bundling (workerd would refuse it later).
@@ -66,6 +76,16 @@ await new Promise((resolve) => {
   probe.listen(port, ip, () => probe.close(resolve));
 });
 
+// The generated files (embedding table, metered sandbox wasm, vector kernel, parser bundle) are
+// built here rather than in a `prestart` hook, so a taken port is reported before this work, and
+// their ~200 lines of progress are shown only when a step fails.
+const generated = await runCaptured(process.platform === "win32" ? "npm.cmd" : "npm", ["run", "--silent", "build"]);
+if (generated.code !== 0) {
+  process.stderr.write(generated.output);
+  console.error("npm start: building the generated files failed (see above; `npm run build` repeats it)");
+  process.exit(generated.code);
+}
+
 const devVars = path.join(root, ".dev.vars");
 if (!existsSync(devVars)) {
   const secret = () => randomBytes(32).toString("hex");
@@ -77,9 +97,14 @@ const wrangler = path.join(root, "node_modules/wrangler/bin/wrangler.js");
 
 /** Runs wrangler in a child Node; resolves to its exit code and, when captured, its output. */
 function runWrangler(args, { capture }) {
+  return runCaptured(process.execPath, [wrangler, ...args], capture);
+}
+
+/** Runs a command with its output kept (shown by the caller only on failure) unless `capture` is false. */
+function runCaptured(command, args, capture = true) {
   return new Promise((resolve) => {
     // CI=true: no interactive prompt (the migrations confirmation) and no metrics.
-    const child = spawn(process.execPath, [wrangler, ...args], { cwd: root, stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit", env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } });
+    const child = spawn(command, args, { cwd: root, stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit", env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } });
     let output = "";
     child.stdout?.on("data", (data) => (output += data));
     child.stderr?.on("data", (data) => (output += data));
@@ -96,9 +121,10 @@ rmSync(outdir, { recursive: true, force: true });
 // wrangler and miniflare load (~1 s) meanwhile; only after the argument checks, so those fail fast.
 const loading = Promise.all([import("wrangler"), import("miniflare")]);
 const building = runWrangler(["deploy", "--dry-run", "--outdir", outdir], { capture: true });
-const migrate = await runWrangler(["d1", "migrations", "apply", "DB", "--local"], { capture: false });
+const migrate = await runWrangler(["d1", "migrations", "apply", "DB", "--local"], { capture: true });
 const build = await building;
 if (migrate.code !== 0) {
+  process.stderr.write(migrate.output);
   console.error("npm start: applying the D1 migrations failed (see above)");
   process.exit(migrate.code);
 }
@@ -107,7 +133,6 @@ if (build.code !== 0) {
   console.error("npm start: bundling the Worker failed (see above)");
   process.exit(build.code);
 }
-console.log("bundled the Worker into .wrangler/start");
 
 const [{ unstable_readConfig, unstable_getMiniflareWorkerOptions }, { Miniflare, Log, LogLevel, convertV4MiniflareOptions }] = await loading;
 
@@ -194,4 +219,20 @@ try {
   process.exit(1);
 }
 const shown = ip === "0.0.0.0" || ip === "::" ? `http://127.0.0.1:${url.port}` : url.origin;
-console.log(`Ready on ${shown}`);
+console.log(banner(shown));
+
+/** What a person needs next: where Loom is, the reference, the first user and key. */
+function banner(base) {
+  return [
+    "",
+    `  Loom is running on ${base}   (Ctrl-C stops it; state lives in .wrangler/state)`,
+    "",
+    `  API reference   ${base}/docs            (OpenAPI document: ${base}/openapi.json)`,
+    `  Chat page       ${base}/chat/<chatbot id>   once a chatbot is deployed (docs/chatbots.md)`,
+    `  First user      curl -s ${base}/auth/signup -H 'content-type: application/json' \\`,
+    `                    -d '{"email":"me@example.com","password":"a long password","organization":"acme"}'`,
+    `  API key for /v1 POST ${base}/auth/api-keys with that access token (README.md, "A first session")`,
+    `  Logs            one line per request below; LOG_LEVEL=debug|info|warn|error in .dev.vars tunes them`,
+    "",
+  ].join("\n");
+}

@@ -3,11 +3,14 @@ import type { AppBindings } from "./env";
 import { renderError, renderNotFound } from "./lib/render-error";
 import { requestId } from "./middleware/request-id";
 import { securityHeaders } from "./middleware/security-headers";
+import { accessLog } from "./middleware/access-log";
+import { bodyWarnings } from "./middleware/warnings";
 import { registerAuthRoutes } from "./features/auth/auth.routes";
 import { registerAdminRoutes } from "./features/admin/admin.routes";
 import { registerConnectionRoutes } from "./features/connections/connections.routes";
 import { registerAgentRoutes } from "./features/agents/agents.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
+import { registerHomeRoutes } from "./features/home/home.routes";
 import { registerChatbotRoutes } from "./features/chatbots/chatbots.routes";
 import { registerPipelineRoutes } from "./features/pipelines/pipelines.routes";
 import { registerTransformationRoutes } from "./features/transformations/transformations.routes";
@@ -18,6 +21,8 @@ export function createApp(): OpenAPIHono<AppBindings> {
   const app = new OpenAPIHono<AppBindings>({ strict: true });
   app.use("*", securityHeaders);
   app.use("*", requestId);
+  app.use("*", accessLog);
+  app.use("*", bodyWarnings);
   app.onError(renderError);
   app.notFound(renderNotFound);
 
@@ -32,6 +37,7 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerConnectionRoutes(app);
   registerAgentRoutes(app);
   registerDocsRoutes(app);
+  registerHomeRoutes(app);
   registerChatbotRoutes(app);
   registerPipelineRoutes(app);
   registerTransformationRoutes(app);

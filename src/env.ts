@@ -64,6 +64,8 @@ export interface Env {
   SANDBOX_TIMEOUT_MS?: string;
   /** One KnowledgeBaseIndex Durable Object per knowledge base: chunks, keyword index, vectors. */
   KB_INDEX: DurableObjectNamespace<import("./durable-objects/knowledge-base-index").KnowledgeBaseIndex>;
+  /** Log lines below this level are dropped: debug, info (default), warn, error or off. */
+  LOG_LEVEL?: string;
   /** Optional real Vectorize index, used when KB_VECTOR_BACKEND = "vectorize". */
   VECTORIZE?: Vectorize;
   /** "durable-object" (default) or "vectorize". */
@@ -96,6 +98,8 @@ export interface AppVariables {
   requestId: string;
   /** Which error envelope this request answers with. */
   group: "A" | "B";
+  /** Group A: "unknown field x ignored" for each body field the route's schema dropped. */
+  warnings?: string[];
 }
 
 export interface AppBindings {

@@ -151,6 +151,16 @@ function checkedShape(body: Json): Json {
 }
 
 /**
+ * `curl -d '{...}'` sends JSON labelled as a form; read as a form it is one field named by the whole
+ * text and every real field looks missing. No form field is ever named like that, so say what happened.
+ */
+function refuseJsonSentAsForm(buffer: Uint8Array): void {
+  const text = new TextDecoder().decode(buffer).trim();
+  if (!text.startsWith("{") || !isPlainObject(tryParseJson(text))) return;
+  throw badRequest("the body is JSON but was sent as a form (content-type: application/x-www-form-urlencoded, which curl -d sets); send it with the header content-type: application/json");
+}
+
+/**
  * Parses a request body (read and bounded by the route's body cap, middleware/body-cap.ts) sent
  * as JSON, multipart/form-data or x-www-form-urlencoded into one plain object. An empty body is
  * `{}`. A body that is not an object, does not parse, nests past MAX_JSON_DEPTH or holds a
@@ -159,6 +169,7 @@ function checkedShape(body: Json): Json {
 export async function parseBodyBytes(buffer: Uint8Array, contentTypeHeader: string): Promise<Json> {
   const contentType = contentTypeHeader.toLowerCase();
   if (buffer.byteLength === 0) return {};
+  if (contentType.startsWith("application/x-www-form-urlencoded")) refuseJsonSentAsForm(buffer);
   if (contentType.startsWith("multipart/form-data") || contentType.startsWith("application/x-www-form-urlencoded")) {
     let form: FormData;
     try {

@@ -1,7 +1,9 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppBindings } from "../env";
+import { routePath } from "hono/route";
 import { AppError } from "./errors";
+import { causeChain, log } from "./log";
 
 /** Which envelope a request answers errors in: its route's group, else by path. */
 function groupOf(c: Context<AppBindings>): "A" | "B" {
@@ -18,13 +20,17 @@ function toAppError(error: unknown, c: Context<AppBindings>): AppError {
     if (status === 401) return new AppError("unauthorized", error.message || "Not authenticated");
     if (status >= 400 && status < 500) return new AppError("bad_request", error.message || "bad request");
   }
-  console.error(JSON.stringify({ level: "error", requestId: c.get("requestId"), path: c.req.path, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error), stack: error instanceof Error ? error.stack : undefined }));
-  return new AppError("internal", "internal server error");
+  // The route pattern, not the path: a path may carry ids the log has no need of.
+  log(c.env.LOG_LEVEL, "error", "failure", { request_id: c.get("requestId"), method: c.req.method, route: routePath(c, -1), status: 500, cause: causeChain(error), stack: error instanceof Error ? error.stack : undefined });
+  return new AppError("internal", `internal server error; reference ${c.get("requestId") ?? "none"} in the server log`);
 }
 
 /** The root error handler: turns every thrown error into Group A or Group B's envelope. */
 export function renderError(error: unknown, c: Context<AppBindings>): Response {
   const appError = toAppError(error, c);
+  // An outside service that failed (502) or a missing piece of configuration (503) is the operator's
+  // business too: its reason (host and status, never a body or a key) goes to the log.
+  if (appError.status > 500) log(c.env.LOG_LEVEL, "warn", "failure", { request_id: c.get("requestId"), method: c.req.method, route: routePath(c, -1), status: appError.status, cause: causeChain(error) });
   const status = appError.status as 400;
   if (appError.retryAfterSeconds !== undefined) c.header("Retry-After", String(Math.max(1, Math.ceil(appError.retryAfterSeconds))));
   if (appError.rawBody) return c.json(appError.rawBody, status);

@@ -4,6 +4,7 @@ import { z } from "@hono/zod-openapi";
 import type { AppBindings, Role } from "../env";
 import { AppError, type ValidationIssue } from "./errors";
 import { MAX_ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, parseBodyBytes } from "./body";
+import { unknownFields } from "./unknown-fields";
 import { authenticate, requireRole, type AuthMode } from "../middleware/auth";
 import { bodyCap, cappedBody } from "../middleware/body-cap";
 
@@ -133,7 +134,10 @@ export function defineRoute<
   app.on(spec.method.toUpperCase(), spec.path, admit, cap, async (c) => {
     const params = validate(spec.params, c.req.param(), "path", spec.group);
     const query = validate(spec.query, queryObject(c), "query", spec.group);
-    const body = spec.body ? validate(spec.body, await parseBodyBytes(cappedBody(c), c.req.header("content-type") ?? ""), "body", spec.group) : ({} as Infer<B>);
+    const rawBody = spec.body ? await parseBodyBytes(cappedBody(c), c.req.header("content-type") ?? "") : {};
+    const body = spec.body ? validate(spec.body, rawBody, "body", spec.group) : ({} as Infer<B>);
+    // Group A answers as before, plus a warning per field it dropped (src/middleware/warnings.ts).
+    if (spec.body && spec.group === "A") c.set("warnings", unknownFields(spec.body, rawBody).map((field) => `unknown field ${field} ignored`));
     return handler(c, { params, query, body } as RouteInput<P, Q, B>);
   });
 }

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { verify } from "hono/jwt";
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { AppBindings, AuthContext, Role } from "../env";
 import { ROLES } from "../env";
 import { AppError } from "../lib/errors";
@@ -17,12 +17,17 @@ const groupA401 = (error: string): AppError => new AppError("unauthorized", erro
 
 export const API_KEY_PREFIX = "sk_";
 
+export const NOT_AN_API_KEY = "Invalid API key: /v1 takes an API key (sk_...) from POST /auth/api-keys; access tokens from /auth/signup or /auth/login are for the routes outside /v1";
+
+/** How often a key's `lastUsedAt` is written: at most once a minute, so busy keys cost no write per request. */
+const LAST_USED_EVERY_MS = 60_000;
+
 async function authFromApiKey(c: Context<AppBindings>, key: string): Promise<AuthContext | null> {
   if (!key.startsWith(API_KEY_PREFIX) || key.length > 200) return null;
   const db = database(c.env);
   const hash = await sha256Hex(key);
   const rows = await db
-    .select({ keyId: apiKeys.id, userId: users.id, orgId: users.orgId, role: users.role, suspended: users.suspended })
+    .select({ keyId: apiKeys.id, lastUsedAt: apiKeys.lastUsedAt, userId: users.id, orgId: users.orgId, role: users.role, suspended: users.suspended })
     .from(apiKeys)
     .innerJoin(users, eq(users.id, apiKeys.userId))
     .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
@@ -31,7 +36,21 @@ async function authFromApiKey(c: Context<AppBindings>, key: string): Promise<Aut
   if (!row || row.suspended) return null;
   // Per key, in either group: one key (or one leaked key) cannot flood the service.
   await enforceLimit(c.env.API_KEY_LIMITER, `api-key:${row.keyId}`, "too many requests with this API key; wait a minute and try again");
+  await recordUse(c, row.keyId, row.lastUsedAt);
   return { userId: row.userId, orgId: row.orgId, role: row.role, via: "api_key", apiKeyId: row.keyId };
+}
+
+/** Stamps `lastUsedAt` when it is unset or older than a minute (throttled: one write a minute per key at most). */
+async function recordUse(c: Context<AppBindings>, keyId: string, lastUsedAt: string | null): Promise<void> {
+  const now = Date.now();
+  if (lastUsedAt !== null && now - Date.parse(lastUsedAt) < LAST_USED_EVERY_MS) return;
+  const stamp = new Date(now).toISOString();
+  const stale = new Date(now - LAST_USED_EVERY_MS).toISOString();
+  // The condition repeats the check in SQL so concurrent requests write once, not once each.
+  await database(c.env)
+    .update(apiKeys)
+    .set({ lastUsedAt: stamp })
+    .where(and(eq(apiKeys.id, keyId), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, stale))));
 }
 
 async function authFromToken(c: Context<AppBindings>, token: string): Promise<AuthContext | null> {
@@ -68,6 +87,8 @@ export async function authenticate(c: Context<AppBindings>, mode: AuthMode): Pro
     const credential = bearerCredential(header);
     if (!credential) throw groupA401("Invalid authorization header format");
     const auth = await authFromApiKey(c, credential);
+    // The commonest first mistake is sending the access token from signup or login: say what /v1 takes.
+    if (!auth && !credential.startsWith(API_KEY_PREFIX)) throw groupA401(NOT_AN_API_KEY);
     if (!auth) throw groupA401("Invalid API key");
     c.set("auth", auth);
     return auth;

@@ -37,6 +37,10 @@ export function extractAnswer(question: string, passages: string[], options: Ext
       candidates.push({ sentence, source: i + 1, terms: new Set(terms), length: terms.length });
     }
   });
+  // A sentence of one or two content words is a heading or a label ("Refunds policy." once a
+  // Markdown heading has become a sentence), not an answer: quoted only when nothing longer exists.
+  const substantive = candidates.filter((c) => c.length >= 3);
+  if (substantive.length > 0) candidates.splice(0, candidates.length, ...substantive);
   if (queryTerms.size === 0 || candidates.length === 0) return { text: NO_ANSWER, quotes: [] };
   const idf = new Map<string, number>();
   for (const term of queryTerms) {
@@ -105,6 +109,41 @@ function questionOf(messages: ChatMessage[]): string {
   return contentTerms(last).length < 3 && previous ? `${last} ${previous}` : last;
 }
 
+/** [everything before the last sentence, the last sentence]. */
+function splitLastSentence(line: string): [string, string] {
+  const all = sentences(line);
+  if (all.length < 2) return ["", line];
+  const lastSentence = all[all.length - 1];
+  const at = line.lastIndexOf(lastSentence);
+  return at > 0 ? [line.slice(0, at), line.slice(at)] : ["", line];
+}
+
+/**
+ * The question and the context of a prompt that has no `<sources>` block. The question is the last
+ * line of the last user turn that ends in "?" (else its last line); every other non-empty line or
+ * paragraph of every turn is a passage, in prompt order. A prompt that is only a question has none.
+ */
+export function untaggedContext(messages: ChatMessage[]): { question: string; passages: string[] } {
+  const turns = messages.filter((m) => m.role === "system" || m.role === "user").map((m) => m.content ?? "");
+  const last = turns.length - 1;
+  const lines = (turns[last] ?? "").split("\n").map((line) => line.trim()).filter(Boolean);
+  let at = -1;
+  for (let i = lines.length - 1; i >= 0 && at < 0; i--) if (lines[i].endsWith("?")) at = i;
+  if (at < 0) at = lines.length - 1;
+  // On that line the question is what follows "Question:", else its last sentence; the rest is context.
+  const line = lines[at] ?? "";
+  const marker = line.toLowerCase().lastIndexOf("question:");
+  const parts = marker >= 0 ? [line.slice(0, marker), line.slice(marker + "question:".length)] : splitLastSentence(line);
+  const question = parts[1].trim();
+  const context = [...turns.slice(0, last), [...lines.slice(0, at), parts[0], ...lines.slice(at + 1)].join("\n")];
+  // Labels such as "Context:" carry no content; a line that is only a label is dropped.
+  const passages = context
+    .flatMap((text) => text.split(/\n\s*\n|\n/))
+    .map((text) => text.replace(/^(context|sources?|passages?|documents?)\s*:\s*/i, "").trim())
+    .filter((text) => contentTerms(text).length > 0);
+  return { question, passages };
+}
+
 /**
  * An offline ChatModel that answers only from the sources in its prompt, by quoting them. It is
  * honest about what it is: its model name is `loom/extractive`, it counts no tokens, and with no
@@ -118,8 +157,12 @@ export class ExtractiveAnswerer implements ChatModel {
 
   answer(request: ChatRequest): Extract {
     const sources = sourcesInPrompt(request.messages);
-    if (sources.length === 0) return { text: NO_SOURCES, quotes: [] };
-    return extractAnswer(questionOf(request.messages), sources, this.options);
+    if (sources.length > 0) return extractAnswer(questionOf(request.messages), sources, this.options);
+    // No tagged sources (a pipeline's llm node with the knowledge-base context pasted into its
+    // prompt, say): answer from whatever context the prompt carries, around the question.
+    const untagged = untaggedContext(request.messages);
+    if (untagged.passages.length === 0) return { text: NO_SOURCES, quotes: [] };
+    return extractAnswer(untagged.question, untagged.passages, this.options);
   }
 
   async complete(request: ChatRequest): Promise<ChatResult> {

@@ -81,6 +81,15 @@ export function citationsIn(text: string, passages: Passage[]): Citation[] {
 }
 
 /**
+ * `text` without the `[n]` markers that point past the first `count` sources (or below 1): an
+ * answer must not cite a source the caller does not show (a model's invented `[9]`, or a passage
+ * such as an attachment that is given to the model but not listed as a source).
+ */
+export function withoutUnknownCitations(text: string, count: number): string {
+  return text.replace(/ ?\[(\d{1,3})\]/g, (marker, n: string) => (Number(n) >= 1 && Number(n) <= count ? marker : ""));
+}
+
+/**
  * Answers a question (with conversation history) from retrieved passages through any ChatModel,
  * the extractive answerer included, streaming the answer's text as it is produced and ending with
  * the whole answer, its citations and its token usage. Chatbots and `do_advanced_qa` both use it.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
+import { NOT_AN_API_KEY } from "../../src/middleware/auth";
 
 /** Every documented Group A route, with ids filled in: each must refuse the same way without a valid API key. */
 async function groupARoutes(): Promise<[string, string][]> {
@@ -27,7 +28,7 @@ describe("Group A auth: the three exact 401 bodies, and no path spelling bypasse
   it("takes API keys only: an access token is not a Group A credential", async () => {
     const org = await seedOrg();
     const response = await call("/v1/knowledge-bases", { headers: bearer(org.owner.token) });
-    expect([response.status, await response.json()]).toEqual([401, { error: "Invalid API key" }]);
+    expect([response.status, await response.json()]).toEqual([401, { error: NOT_AN_API_KEY }]);
     expect((await call("/v1/knowledge-bases", { headers: bearer(org.owner.apiKey) })).status).toBe(200);
   });
 

@@ -150,6 +150,35 @@ describe("pipelines: wired to the knowledge-base query", () => {
     expect(outputs.context).toMatch(/^\[1\] Whales are marine mammals/);
   });
 
+  it("the built-in loom/extractive answers from knowledge-base context pasted into an llm node's prompt", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kbId = await createKnowledgeBase(key);
+    const id = await createPipeline(key, {
+      nodes: [
+        { id: "q", type: "input", config: { name: "q" } },
+        { id: "kb", type: "knowledge_base", config: { knowledge_base_id: kbId, query: "{{q}}", search_metadata: { top_k: 2 } } },
+        { id: "ask", type: "llm", config: { model: "loom/extractive", system: "Answer from the context only.", prompt: "Context:\n{{kb}}\n\nQuestion: {{q}}" } },
+        { id: "out", type: "output", config: { name: "answer", value: "{{ask}}" } },
+      ],
+      edges: [
+        { source: "q", target: "kb" },
+        { source: "kb", target: "ask" },
+        { source: "q", target: "ask" },
+        { source: "ask", target: "out" },
+      ],
+    });
+    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "which whale is the largest animal?" } });
+    expect(run.body.status).toBe("success");
+    const answer = (run.body.outputs as { answer: string }).answer;
+    expect(answer).not.toContain("none were given");
+    expect(answer).toContain("blue whale");
+    // The same with the context inline on one line, as a person might write the prompt.
+    const inline = await createPipeline(key, llmInline());
+    const second = await send(key, "POST", `/v1/pipeline/${inline}/run`, { inputs: { q: "Context: The blue whale is the largest animal. Question: which animal is the largest?" } });
+    expect((second.body.outputs as { answer: string }).answer).toContain("The blue whale is the largest animal");
+  });
+
   it("checks the query options when the pipeline is created, and the knowledge base's visibility", async () => {
     const org = await seedOrg();
     const other = await seedOrg();
@@ -186,3 +215,18 @@ describe("pipelines: wired to the knowledge-base query", () => {
     expect((await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "bread" } })).body).toMatchObject({ status: "failed", error: "node kb failed: invalid retrieval unit: paragraphs" });
   });
 });
+
+/** An llm node on loom/extractive whose whole prompt is the input. */
+function llmInline(): Record<string, unknown> {
+  return {
+    nodes: [
+      { id: "q", type: "input", config: { name: "q" } },
+      { id: "ask", type: "llm", config: { model: "loom/extractive", prompt: "{{q}}" } },
+      { id: "out", type: "output", config: { name: "answer", value: "{{ask}}" } },
+    ],
+    edges: [
+      { source: "q", target: "ask" },
+      { source: "ask", target: "out" },
+    ],
+  };
+}

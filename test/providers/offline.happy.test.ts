@@ -88,4 +88,10 @@ describe("offline: extractive answers quote text, not labels", () => {
     expect(answer.text).not.toContain("aero.md");
     expect(answer.text).not.toContain("#");
   });
+
+  it("never quotes a heading as a sentence of its own", async () => {
+    const passages = [{ text: "# Engines\n\nJet engines compress air.\n\n## Refunds policy\n\nRefunds are paid within 14 days of the request." }];
+    const answer = await groundedAnswer({ model: new ExtractiveAnswerer(), question: "What is the refunds policy?", passages });
+    expect(answer.text).toBe("Refunds are paid within 14 days of the request [1].");
+  });
 });

@@ -8,7 +8,7 @@ import { database } from "../../db/client";
 import { users } from "../../db/schema/identity";
 import { chatModelFor, transcriberFor } from "../../providers/registry";
 import { EXTRACTIVE_MODEL } from "../../providers/extractive";
-import { streamGroundedAnswer, type Passage } from "../../providers/grounded-answer";
+import { streamGroundedAnswer, withoutUnknownCitations, type Passage } from "../../providers/grounded-answer";
 import type { ChatModel } from "../../providers/types";
 import { queryKnowledgeBase } from "../knowledge-bases/query.service";
 import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
@@ -142,11 +142,14 @@ async function* answerWithModel(env: Env, input: AnswerInput): AsyncIterable<Ans
   let text = "";
   let answeredBy = model.model;
   for await (const event of streamGroundedAnswer({ model, question: input.question, passages, history: input.history, instructions: input.systemPrompt || undefined, signal: input.signal })) {
+    // Attachments are numbered after the sources for the model, but only the sources are shown:
+    // a marker past them (or one the model invented) would cite nothing the reader can see.
     if (event.type === "text") {
-      text += event.text;
-      yield event;
+      const piece = withoutUnknownCitations(event.text, input.sources.length);
+      text += piece;
+      yield { ...event, text: piece };
     } else {
-      text = event.answer.text;
+      text = withoutUnknownCitations(event.answer.text, input.sources.length);
       answeredBy = event.answer.model;
     }
   }

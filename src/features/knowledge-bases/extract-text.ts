@@ -70,7 +70,10 @@ export function detectFileType(mimeType: string | undefined, name: string | unde
     if (mime.startsWith("text/")) return "text";
   }
   const named = mime && !GENERIC_MIME.has(mime) ? mime : extension ? `.${extension}` : "unknown";
-  throw badRequest(`unsupported file type: ${named} (Loom reads plain text, Markdown, HTML, CSV, JSON, PDF and DOCX)`);
+  // With neither a type nor a name, say where they go: the natural guesses (`file_data.name`,
+  // `file_data.file.name`) are not where Loom (and the hosted API) read them.
+  const where = named === "unknown" ? '; name the file in file_data.file.metadata.name (e.g. "notes.md") or give its type in file_data.file.metadata.mime_type (e.g. "text/plain")' : "";
+  throw badRequest(`unsupported file type: ${named} (Loom reads plain text, Markdown, HTML, CSV, JSON, PDF and DOCX)${where}`);
 }
 
 function decodeUtf8(bytes: Uint8Array): string {
