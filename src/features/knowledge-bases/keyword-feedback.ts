@@ -12,11 +12,11 @@ export const FEEDBACK = {
   /** Top chunks of the first pass taken as relevant. */
   docs: 5,
   /** Feedback terms mixed into the query. */
-  terms: 10,
+  terms: 20,
   /** Stems of the relevance model whose idf is looked up (the strongest by frequency alone). */
   candidates: 40,
   /** The query's own share of the mixed weights (RM3's lambda). */
-  originalWeight: 0.6,
+  originalWeight: 0.5,
 } as const;
 
 /** The content words of a chunk's text, counted (function words, numbers and 1-2 letter words left out). */

@@ -3,7 +3,7 @@ import { matchExpression } from "./keyword-query";
 
 /** BM25 constants, as FTS5's bm25() uses them. */
 const BM25_K1 = 1.2;
-const BM25_B = 0.75;
+const BM25_B = 0.6;
 /** Cached posting entries above which the cache starts over (memory bound, ~10 bytes each). */
 const MAX_CACHED_POSTINGS = 4_000_000;
 /** Chunk lengths per stored row of `length_blocks` (uint16 each: 8 KiB a row). */
