@@ -74,28 +74,27 @@ export class ChunkRetriever {
 
   /**
    * BM25 candidates by rowid, each query term weighted by how often the query says it, then
-   * (unless `feedback` is false) re-ranked once with pseudo-relevance feedback from the first
-   * pass's top chunks. If the in-memory scorer fails, FTS5 ranks the plain terms in SQL.
+   * (when `feedback` gives a first ranking, or is true: this pass's own) re-ranked once with
+   * pseudo-relevance feedback from that ranking's top chunks. If the in-memory scorer fails, FTS5
+   * ranks the plain terms in SQL.
    */
-  private keywordRows(text: string, topK: number, filter: FilterNode | undefined, allowed: Set<number> | undefined, feedback = true): Scored<number>[] {
+  private keywordRows(text: string, topK: number, filter: FilterNode | undefined, allowed: Set<number> | undefined, feedback: boolean | ((first: Scored<number>[]) => Scored<number>[]) = true): Scored<number>[] {
     const counts = queryTermCounts(text);
     if (counts.size === 0) return [];
     const chosen = selectTerms([...counts.keys()], (t) => this.keywords.frequencyOf(t));
     if (chosen.length === 0) return [];
     try {
       const query = this.keywords.weightedStems(new Map(chosen.map((t) => [t, counts.get(t) ?? 1])));
-      let hits = this.keywords.scoreStems(query, topK, allowed);
-      if (feedback && hits.length > 1) {
-        const top = hits.slice(0, FEEDBACK.docs);
-        const texts = new Map(this.rowsByRowid(top.map((h) => h.rowid), "text").map((r) => [r.rowid, r.text ?? ""]));
-        const docs = top.map((h) => ({ stems: this.keywords.weightedStems(feedbackWords(texts.get(h.rowid) ?? "")), score: h.score }));
-        const idf = (stem: string): number => {
-          const { chunks, df } = this.keywords.stemFrequency(stem);
-          return Math.log(1 + chunks / (1 + df));
-        };
-        hits = this.keywords.scoreStems(expandWithFeedback(query, docs, idf), topK, allowed);
-      }
-      return hits.map((r) => ({ id: r.rowid, score: r.score }));
+      const hits = this.keywords.scoreStems(query, topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
+      if (feedback === false || hits.length < 2) return hits;
+      const top = (feedback === true ? hits : feedback(hits)).slice(0, FEEDBACK.docs);
+      const texts = new Map(this.rowsByRowid(top.map((h) => h.id), "text").map((r) => [r.rowid, r.text ?? ""]));
+      const docs = top.map((h) => ({ stems: this.keywords.weightedStems(feedbackWords(texts.get(h.id) ?? "")), score: h.score }));
+      const idf = (stem: string): number => {
+        const { chunks, df } = this.keywords.stemFrequency(stem);
+        return Math.log(1 + chunks / (1 + df));
+      };
+      return this.keywords.scoreStems(expandWithFeedback(query, docs, idf), topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
     } catch (error) {
       console.error(JSON.stringify({ level: "warn", what: "in-memory BM25 failed; using FTS5 rank", error: error instanceof Error ? error.message : String(error) }));
       const where = filter ? filterToSql(filter) : undefined;
@@ -148,10 +147,12 @@ export class ChunkRetriever {
   retrieve(request: RetrieveRequest): RetrieveResult {
     const allowed = request.filter ? this.allowedRowids(request.filter) : undefined;
     const perQuery = request.queries.map((query) => {
-      const keyword = request.mode !== "vector" ? this.keywordRows(query.text, request.depth, request.filter, allowed) : [];
       let vector: Scored<number>[] = [];
       if (request.mode !== "keyword" && query.vector) vector = this.vectors.nearest(query.vector, request.depth, allowed).map((r) => ({ id: r.rowid, score: r.score }));
       else if (request.mode !== "keyword" && query.vectorHits) vector = this.rowidsOfHits(query.vectorHits, allowed);
+      // Feedback chunks come from the first pass fused with the vector half when there is one:
+      // the fused ranking's top is more often relevant than BM25's alone.
+      const keyword = request.mode !== "vector" ? this.keywordRows(query.text, request.depth, request.filter, allowed, vector.length ? (first) => fuseHalves(first, vector, request) : true) : [];
       return fuseHalves(keyword, vector, request);
     });
     const shortlist = fuseQueries(perQuery, request.dataFusion)
