@@ -1,20 +1,25 @@
 // `npm run eval:retrieval [BASE_URL]`: retrieval quality of Loom's knowledge bases, end to end
 // through the public API of a running server (`npm start`; default http://127.0.0.1:8787, or the
-// first argument, or LOOM_BASE_URL). Signs up a fresh user, creates an API key and a knowledge
-// base, indexes the Cranfield collection (../shared/data/cranfield: 1,400 aeronautics abstracts,
-// 225 queries, graded judgements) as one text file per document, then runs every query in keyword,
-// vector and hybrid mode and prints nDCG@10 and Recall@100 for each.
+// first argument, or LOOM_BASE_URL), side by side with LanceDB's full-text search on the same
+// documents and queries. For each collection under --data (Cranfield: 1,400 aeronautics
+// abstracts, 225 queries, graded judgements; CISI: 1,460 library-science abstracts, 76 judged long
+// queries; see collections.mjs) it signs up a fresh user, creates an API key and a knowledge base,
+// indexes every document (title + abstract) as one text file, runs every judged query with the
+// default settings and in keyword and vector mode, runs LanceDB FTS (eval-lancedb.mjs: installed on
+// demand into .eval/, never part of Loom), and prints nDCG@10 and Recall@100 with the ratio of
+// Loom's default to LanceDB. Exits 1 when the default is under 1.10 x LanceDB or keyword-only
+// under LanceDB (issue 14's targets), or when the default is below keyword alone.
 //
 // Relevance codes (cranqrel.readme): 1 complete answer ... 4 minimum interest; -1 (or 5) none.
 // Gain = 5 - code for codes 1..4, else 0; Recall@100 counts codes 1..4 as relevant. Query numbers
 // in cranqrel are the queries' ordinal positions in cran.qry (its .I ids skip numbers).
 //
-// Options: --data=DIR, --concurrency=N (default 4), --chunk-size=N (default 400),
+// Options: --data=DIR (the folder holding cranfield/ and cisi/; default ../shared/data), --concurrency=N (default 4), --chunk-size=N (default 400),
 // --hybrid=rrf|weighted, --alpha=A (weighted hybrid only), --keep (keep the knowledge base and
 // print how to reuse it), --reuse-NAME=KB:KEY (query an already indexed one; ids map by cran_id),
 // --collections=cranfield,cisi, --no-lancedb (skip the LanceDB comparator),
-// --no-prf (skip the pseudo-relevance-feedback rows: `expand_query` in keyword and hybrid mode,
-// which need no model connection).
+// --no-prf (skip the `expand_query` rows: the default with the extra expanded query on and off;
+// the default's own keyword feedback always runs).
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ndcgAt, recallAt } from "./cranfield.mjs";
