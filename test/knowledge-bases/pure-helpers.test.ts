@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { chunkText, countTokens } from "../../src/features/knowledge-bases/chunker";
 import { VectorArena } from "../../src/features/knowledge-bases/vector-arena";
 import { maxFusion, reciprocalRankFusion, weightedFusion } from "../../src/features/knowledge-bases/hybrid-search";
-import { matchExpression, queryTerms, selectTerms } from "../../src/features/knowledge-bases/keyword-query";
+import { MAX_SCORED_TERMS, matchExpression, queryTermCounts, queryTerms, selectTerms } from "../../src/features/knowledge-bases/keyword-query";
+import { expandWithFeedback, feedbackWords } from "../../src/features/knowledge-bases/keyword-feedback";
 
 describe("chunker", () => {
   const text = Array.from({ length: 30 }, (_, i) => `This is sentence ${i} of the text.`).join(" ");
@@ -88,7 +89,32 @@ describe("fusion and keyword terms", () => {
   it("quotes every term and keeps the rarest when there are many", () => {
     expect(queryTerms('What is "NEAR" AND the flow?')).toEqual(["near", "flow"]);
     expect(matchExpression(['a"b', "c"])).toBe('"a""b" OR "c"');
-    const many = Array.from({ length: 20 }, (_, i) => `t${i}`);
-    expect(selectTerms(many, (t) => Number(t.slice(1)) + 1)).toEqual(many.slice(0, 12));
+    const many = Array.from({ length: MAX_SCORED_TERMS + 8 }, (_, i) => `t${i}`);
+    expect(selectTerms(many, (t) => Number(t.slice(1)) + 1)).toEqual(many.slice(0, MAX_SCORED_TERMS));
+  });
+  it("counts how often a long query says each content word", () => {
+    expect([...queryTermCounts("What problems are there in making titles? How relevant are titles to articles?")]).toEqual([
+      ["problems", 1],
+      ["making", 1],
+      ["titles", 2],
+      ["relevant", 1],
+      ["articles", 1],
+    ]);
+    expect([...queryTermCounts("what is it")]).toEqual([["what", 1], ["is", 1], ["it", 1]]);
+  });
+  it("mixes the feedback chunks' shared rare terms into the query (RM3)", () => {
+    expect([...feedbackWords("The Wing and the wings of 12 jets")]).toEqual([["wing", 1], ["wings", 1], ["jets", 1]]);
+    const query = new Map([["flutter", 1]]);
+    const docs = [
+      { stems: new Map([["flutter", 2], ["wing", 3], ["the", 5]]), score: 3 },
+      { stems: new Map([["wing", 1], ["panel", 1], ["the", 5]]), score: 1 },
+    ];
+    const common = new Set(["the"]);
+    const mixed = expandWithFeedback(query, docs, (s) => (common.has(s) ? 0 : 1));
+    expect(mixed.get("flutter")).toBeGreaterThan(mixed.get("wing") ?? 0);
+    expect(mixed.get("wing")).toBeGreaterThan(mixed.get("panel") ?? 0);
+    expect(mixed.has("the")).toBe(false);
+    expect([...mixed.values()].reduce((a, b) => a + b, 0)).toBeCloseTo(1, 9);
+    expect(expandWithFeedback(query, [], () => 1)).toBe(query);
   });
 });

@@ -1,6 +1,7 @@
 import { filterToSql, matchesFilter, type FilterNode } from "./metadata-filter";
 import { MAX_TOP_K, type VectorMatch, type VectorMetadata } from "./vector-index";
-import { matchExpression, queryTerms, selectTerms } from "./keyword-query";
+import { matchExpression, queryTermCounts, selectTerms } from "./keyword-query";
+import { expandWithFeedback, FEEDBACK, feedbackWords } from "./keyword-feedback";
 import type { VectorStore } from "./vector-store";
 import type { KeywordScorer } from "./keyword-scorer";
 import type { Scored } from "./hybrid-search";
@@ -71,14 +72,29 @@ export class ChunkRetriever {
     return { matches };
   }
 
-  /** BM25 candidates by rowid; if the in-memory scorer fails, FTS5 ranks the same way in SQL. */
-  private keywordRows(text: string, topK: number, filter: FilterNode | undefined, allowed: Set<number> | undefined): Scored<number>[] {
-    const terms = queryTerms(text);
-    if (terms.length === 0) return [];
-    const chosen = selectTerms(terms, (t) => this.keywords.frequencyOf(t));
+  /**
+   * BM25 candidates by rowid, each query term weighted by how often the query says it, then
+   * (when `feedback` gives a first ranking, or is true: this pass's own) re-ranked once with
+   * pseudo-relevance feedback from that ranking's top chunks. If the in-memory scorer fails, FTS5
+   * ranks the plain terms in SQL.
+   */
+  private keywordRows(text: string, topK: number, filter: FilterNode | undefined, allowed: Set<number> | undefined, feedback: boolean | ((first: Scored<number>[]) => Scored<number>[]) = true): Scored<number>[] {
+    const counts = queryTermCounts(text);
+    if (counts.size === 0) return [];
+    const chosen = selectTerms([...counts.keys()], (t) => this.keywords.frequencyOf(t));
     if (chosen.length === 0) return [];
     try {
-      return this.keywords.score(chosen, topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
+      const query = this.keywords.weightedStems(new Map(chosen.map((t) => [t, counts.get(t) ?? 1])));
+      const hits = this.keywords.scoreStems(query, topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
+      if (feedback === false || hits.length < 2) return hits;
+      const top = (feedback === true ? hits : feedback(hits)).slice(0, FEEDBACK.docs);
+      const texts = new Map(this.rowsByRowid(top.map((h) => h.id), "text").map((r) => [r.rowid, r.text ?? ""]));
+      const docs = top.map((h) => ({ stems: this.keywords.weightedStems(feedbackWords(texts.get(h.id) ?? "")), score: h.score }));
+      const idf = (stem: string): number => {
+        const { chunks, df } = this.keywords.stemFrequency(stem);
+        return Math.log(1 + chunks / (1 + df));
+      };
+      return this.keywords.scoreStems(expandWithFeedback(query, docs, idf), topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
     } catch (error) {
       console.error(JSON.stringify({ level: "warn", what: "in-memory BM25 failed; using FTS5 rank", error: error instanceof Error ? error.message : String(error) }));
       const where = filter ? filterToSql(filter) : undefined;
@@ -97,7 +113,8 @@ export class ChunkRetriever {
   /** BM25 over FTS5, restricted by the filter (pseudo-relevance feedback reads this directly). */
   keywordSearch(text: string, options: { topK: number; filter?: FilterNode }): KeywordHit[] {
     const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
-    const rows = this.keywordRows(text, topK, options.filter, options.filter ? this.allowedRowids(options.filter) : undefined);
+    // The first retrieval of the `expand_query` option: plain BM25, no feedback of its own.
+    const rows = this.keywordRows(text, topK, options.filter, options.filter ? this.allowedRowids(options.filter) : undefined, false);
     const info = this.rowsOf(rows.map((r) => r.id), options.filter !== undefined);
     const hits: KeywordHit[] = [];
     for (const row of rows) {
@@ -130,10 +147,12 @@ export class ChunkRetriever {
   retrieve(request: RetrieveRequest): RetrieveResult {
     const allowed = request.filter ? this.allowedRowids(request.filter) : undefined;
     const perQuery = request.queries.map((query) => {
-      const keyword = request.mode !== "vector" ? this.keywordRows(query.text, request.depth, request.filter, allowed) : [];
       let vector: Scored<number>[] = [];
       if (request.mode !== "keyword" && query.vector) vector = this.vectors.nearest(query.vector, request.depth, allowed).map((r) => ({ id: r.rowid, score: r.score }));
       else if (request.mode !== "keyword" && query.vectorHits) vector = this.rowidsOfHits(query.vectorHits, allowed);
+      // Feedback chunks come from the first pass fused with the vector half when there is one:
+      // the fused ranking's top is more often relevant than BM25's alone.
+      const keyword = request.mode !== "vector" ? this.keywordRows(query.text, request.depth, request.filter, allowed, vector.length ? (first) => fuseHalves(first, vector, request) : true) : [];
       return fuseHalves(keyword, vector, request);
     });
     const shortlist = fuseQueries(perQuery, request.dataFusion)

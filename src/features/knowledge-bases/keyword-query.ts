@@ -11,17 +11,32 @@ const STOPWORDS = new Set(
 /** Most queries need no more; longer texts are cut so a query stays cheap. */
 const MAX_TERMS = 64;
 
-/** The distinct search terms of a text, lowercased, function words left out when others exist. */
-export function queryTerms(text: string): string[] {
-  const terms = new Set<string>();
-  const stop = new Set<string>();
+/**
+ * The search terms of a text, lowercased, each with how often it occurs (function words left out
+ * when others exist). The count matters for long natural-language queries, which name what they
+ * are about more than once ("titles ... titles ... titles"): BM25 weighs each term by it.
+ */
+export function queryTermCounts(text: string): Map<string, number> {
+  const terms = new Map<string, number>();
+  const stop = new Map<string, number>();
   for (const token of tokenize(text)) {
     const word = text.slice(token.start, token.end).toLowerCase();
     if (!/[\p{L}\p{N}]/u.test(word)) continue;
-    (STOPWORDS.has(word) ? stop : terms).add(word);
-    if (terms.size >= MAX_TERMS) break;
+    const into = STOPWORDS.has(word) ? stop : terms;
+    if (!into.has(word) && terms.size >= MAX_TERMS) continue;
+    into.set(word, (into.get(word) ?? 0) + 1);
   }
-  return [...(terms.size ? terms : stop)];
+  return terms.size ? terms : stop;
+}
+
+/** The distinct search terms of a text, lowercased, function words left out when others exist. */
+export function queryTerms(text: string): string[] {
+  return [...queryTermCounts(text).keys()];
+}
+
+/** Whether a lowercased word is an English function word (left out of queries and feedback terms). */
+export function isStopword(word: string): boolean {
+  return STOPWORDS.has(word);
 }
 
 /**
@@ -34,10 +49,11 @@ export function matchExpression(terms: string[]): string {
 
 /**
  * At most this many terms reach BM25: the rarest ones, which carry nearly all of its weight (a
- * pasted paragraph would otherwise score every chunk). Measured on Cranfield: capping at 12 and
- * leaving function words out raised keyword nDCG@10 from 0.361 to 0.369 (BENCHMARKS.md).
+ * pasted paragraph would otherwise score every chunk). 12 suited Cranfield's short queries but cut
+ * the long natural-language ones of CISI (a 40-word request lost most of what it asks for); 32
+ * keeps them whole and still bounds a pasted page (BENCHMARKS.md).
  */
-export const MAX_SCORED_TERMS = 12;
+export const MAX_SCORED_TERMS = 32;
 
 /** The terms worth scoring: all of them when few, else the MAX_SCORED_TERMS rarest present. */
 export function selectTerms(terms: string[], frequency: (term: string) => number): string[] {

@@ -3,7 +3,7 @@ import { matchExpression } from "./keyword-query";
 
 /** BM25 constants, as FTS5's bm25() uses them. */
 const BM25_K1 = 1.2;
-const BM25_B = 0.75;
+const BM25_B = 0.6;
 /** Cached posting entries above which the cache starts over (memory bound, ~10 bytes each). */
 const MAX_CACHED_POSTINGS = 4_000_000;
 /** Chunk lengths per stored row of `length_blocks` (uint16 each: 8 KiB a row). */
@@ -135,6 +135,19 @@ export class KeywordScorer {
     return [...new Set(words.flatMap((w) => this.stemCache.get(w) ?? []))];
   }
 
+  /** Weighted words as weighted stems: a stem weighs what the words that give it weigh together ("title", "titles"). */
+  weightedStems(words: Map<string, number>): Map<string, number> {
+    this.stems([...words.keys()]);
+    const out = new Map<string, number>();
+    for (const [word, weight] of words) for (const stem of this.stemCache.get(word) ?? []) out.set(stem, (out.get(stem) ?? 0) + weight);
+    return out;
+  }
+
+  /** Chunks in the keyword index, and how many hold a stem (its posting list's length). */
+  stemFrequency(stem: string): { chunks: number; df: number } {
+    return { chunks: this.chunkLengths().count, df: this.postingsOf(stem).rows.length };
+  }
+
   private chunkLengths(): { byRowid: Uint16Array; count: number; total: number } {
     if (this.lengths) return this.lengths;
     this.ensureStoredLengths();
@@ -218,27 +231,35 @@ export class KeywordScorer {
     this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('stored_postings', ?)", String(next));
   }
 
-  /** The `topK` chunks by BM25 over these query terms, among `allowed` rowids when given. */
+  /** The `topK` chunks by BM25 over these query words (each counted once), among `allowed` rowids when given. */
   score(terms: string[], topK: number, allowed: Set<number> | undefined): { rowid: number; score: number }[] {
-    const stems = this.stems(terms);
+    return this.scoreStems(this.weightedStems(new Map(terms.map((t) => [t, 1]))), topK, allowed);
+  }
+
+  /**
+   * The `topK` chunks by query-weighted BM25: each stem's BM25 contribution times its query weight
+   * (how often the query says it, or its weight in a feedback-expanded query).
+   */
+  scoreStems(stems: Map<string, number>, topK: number, allowed: Set<number> | undefined): { rowid: number; score: number }[] {
     const { byRowid, count, total } = this.chunkLengths();
-    if (count === 0 || stems.length === 0) return [];
+    if (count === 0 || stems.size === 0) return [];
     const avgdl = total / count;
     if (this.scoreBuffer.length < byRowid.length) this.scoreBuffer = new Float64Array(byRowid.length);
     const scores = this.scoreBuffer;
     const touched: number[] = [];
-    for (const stem of stems) {
+    for (const [stem, weight] of stems) {
       const { rows, tfs } = this.postingsOf(stem);
-      if (rows.length === 0) continue;
+      if (rows.length === 0 || !(weight > 0)) continue;
       let idf = Math.log((count - rows.length + 0.5) / (rows.length + 0.5));
       if (idf <= 0) idf = 1e-6;
+      const w = idf * weight * (BM25_K1 + 1);
       for (let i = 0; i < rows.length; i++) {
         const rowid = rows[i];
         // 0: no stored length, so not a keyword row this scorer knows (never expected; never scored as length -1).
         if (rowid >= byRowid.length || byRowid[rowid] === 0 || (allowed && !allowed.has(rowid))) continue;
         const tf = tfs[i];
         const length = byRowid[rowid] - 1;
-        const s = (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgdl));
+        const s = (w * tf) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgdl));
         if (scores[rowid] === 0) touched.push(rowid);
         scores[rowid] += s;
       }
