@@ -23,11 +23,11 @@ import path from "node:path";
 process.env.WRANGLER_LOG ??= "warn";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const usage = "usage: npm start [-- --port <1-65535>] [--ip <address>] [--no-rate-limits]\n  defaults: --port 8787 --ip 127.0.0.1, with wrangler.toml's rate limits";
+const usage = "usage: npm start [-- --port <1-65535>] [--ip <address>] [--no-rate-limits] [--var NAME=VALUE ...]\n  defaults: --port 8787 --ip 127.0.0.1, with wrangler.toml's rate limits";
 
 /** Reads --port/--ip (as `--port 9000` or `--port=9000`); anything else is refused, not ignored. */
 function parseArgs(argv) {
-  const out = { port: 8787, ip: "127.0.0.1", rateLimits: true };
+  const out = { port: 8787, ip: "127.0.0.1", rateLimits: true, vars: {} };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "--help" || arg === "-h") {
@@ -36,6 +36,15 @@ function parseArgs(argv) {
     }
     if (arg === "--no-rate-limits") {
       out.rateLimits = false;
+      continue;
+    }
+    // --var NAME=VALUE overrides one [vars] entry for this run (the browser tests point
+    // ALLOW_PRIVATE_MODEL_HOSTS at their fake model server this way).
+    if (arg === "--var") {
+      const pair = argv[++i] ?? "";
+      const eq = pair.indexOf("=");
+      if (eq < 1 || !/^[A-Z][A-Z0-9_]*$/.test(pair.slice(0, eq))) fail(`--var needs NAME=VALUE, got "${pair}"`);
+      out.vars[pair.slice(0, eq)] = pair.slice(eq + 1);
       continue;
     }
     const match = /^--(port|ip)(?:=(.*))?$/.exec(arg);
@@ -64,7 +73,7 @@ if (Number(process.versions.node.split(".")[0]) < 22) {
   fail(`Loom's scripts need Node 22 or later (this is ${process.version}); run them through npm (npm start), which uses the node@22 in node_modules/.bin`, false);
 }
 
-const { port, ip, rateLimits } = parseArgs(process.argv.slice(2));
+const { port, ip, rateLimits, vars } = parseArgs(process.argv.slice(2));
 
 // A taken port is reported now, not after migrating and bundling (workerd would refuse it later).
 await new Promise((resolve) => {
@@ -141,6 +150,7 @@ const config = unstable_readConfig({ config: path.join(root, "wrangler.toml") })
 // compatibility date/flags and module rules, all as wrangler.toml declares them.
 const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
 const { modulesRules, ...bindingOptions } = workerOptions;
+bindingOptions.bindings = { ...bindingOptions.bindings, ...vars };
 // Benchmarks send thousands of requests a minute with one key; without the bindings nothing is
 // limited, exactly as on a deployment that does not declare them.
 if (!rateLimits) {

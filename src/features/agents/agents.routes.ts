@@ -1,6 +1,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
+import { wantsHtml } from "../../lib/pages";
+import { agentPage } from "./agent-page";
 import {
   AgentAddBody,
   AgentDuplicateBody,
@@ -68,9 +70,11 @@ export function registerAgentRoutes(app: OpenAPIHono<AppBindings>): void {
     return c.json(ok);
   });
 
-  defineRoute(app, { group: "B", auth: "none", tags: ["Agents"], method: "get", path: "/agents/id/:agent_id", summary: "A published agent's public description (no sign-in needed)", params: AgentIdParams, responses: { 404: "Not published or unknown" } }, async (c, { params }) =>
-    c.json(await publicAgent(c.env, params.agent_id)),
-  );
+  defineRoute(app, { group: "B", auth: "none", tags: ["Agents"], method: "get", path: "/agents/id/:agent_id", summary: "A published agent's public description (no sign-in needed)", params: AgentIdParams, responses: { 404: "Not published or unknown" } }, async (c, { params }) => {
+    const agent = await publicAgent(c.env, params.agent_id);
+    // A browser (Accept: text/html first) gets the page; API clients get the JSON as before.
+    return wantsHtml(c.req.header("accept")) ? agentPage(agent) : c.json(agent);
+  });
 
   defineRoute(app, { ...base, method: "get", path: "/agents/favorites/", summary: "Your favorite agents (AgentsFavoritesDescription)" }, async (c) => c.json(await listFavorites(c.env, c.get("auth"))));
 

@@ -15,6 +15,7 @@ export interface DeploymentSettings {
   avatar_url?: string;
   suggested_questions?: string[];
   show_sources?: boolean;
+  position?: "left" | "right";
 }
 
 export interface AccessSettings {

@@ -14,7 +14,7 @@ import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
 import { attachUploads, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
 import { conversationRecord, feedbackValue, findConversation, listConversations, readConversation, setMessageFeedback, type ConversationActor } from "./conversations.service";
 import { publicProfile } from "./deployment.service";
-import { accessOf, assertOriginAllowed, consumeRateLimit, getDeployedChatbot, issueVisitorSession, verifyVisitorSession, visitorRateLimit, type VisitorSession } from "./visitor-access";
+import { accessOf, assertOriginAllowed, corsOriginFor, consumeRateLimit, getDeployedChatbot, issueVisitorSession, verifyVisitorSession, visitorRateLimit, type VisitorSession } from "./visitor-access";
 import { keepAliveFor } from "./keep-alive";
 
 const SESSION_HEADER = "x-visitor-session";
@@ -26,7 +26,7 @@ const SESSIONS_PER_IP_PER_MINUTE = 30;
 /** A deployed chatbot reachable from this request's origin. */
 async function reachableChatbot(c: Context<AppBindings>, chatbotId: string): Promise<ChatbotRow> {
   const row = await getDeployedChatbot(c.env, chatbotId);
-  assertOriginAllowed(row, c.req.header("origin"));
+  assertOriginAllowed(row, { origin: c.req.header("origin"), self: new URL(c.req.url).origin, fetchSite: c.req.header("sec-fetch-site") });
   return row;
 }
 
@@ -61,9 +61,9 @@ const showsSources = (row: ChatbotRow): boolean => parseObject<DeploymentSetting
 export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, services: ChatbotServicesFactory): void {
   const pub = { group: "B", auth: "none", tags: ["Deployed chatbots"] } as const;
 
-  // Embedding sites call these from the browser. CORS lets any origin ask; each route then checks
-  // the chatbot's own allowed origins, so the answer to a refused site is a 403, not a silent block.
-  const embedding = cors({ origin: (origin) => origin, allowMethods: ["GET", "POST", "OPTIONS"], allowHeaders: ["content-type", "authorization", SESSION_HEADER], exposeHeaders: [SESSION_HEADER], maxAge: 600 });
+  // Embedding sites call these from the browser. CORS answers only the chatbot's allowed origins
+  // (any origin when it names none); each route checks them again and refuses with a 403.
+  const embedding = cors({ origin: (origin, c) => corsOriginFor(c.env as AppBindings["Bindings"], c.req.path, origin), allowMethods: ["GET", "POST", "OPTIONS"], allowHeaders: ["content-type", "authorization", SESSION_HEADER], exposeHeaders: [SESSION_HEADER], maxAge: 600 });
   app.use("/chatbots/deployed/*", embedding);
   app.use("/chatbots/upload", embedding);
 

@@ -42,6 +42,7 @@ import {
 } from "./conversations.service";
 import { deploy, undeploy, updateAccess, updateChatWorkspace, updateDeployment, updateRbac, updateTelephony } from "./deployment.service";
 import { registerPublicChatbotRoutes } from "./chatbots-public.routes";
+import { registerChatPageRoutes } from "./chat-page.routes";
 import { registerChatbotWebhookRoutes } from "./chatbot-webhooks.routes";
 import { keepAliveFor } from "./keep-alive";
 
@@ -171,7 +172,7 @@ export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: Ch
   const settings = { 403: "You may not change this chatbot", 404: "No such chatbot" };
   defineRoute(app, { ...b, method: "post", path: "/chatbots/deploy", summary: "Deploy a chatbot: its public profile and visitor run route go live", body: DeployBody, responses: settings }, async (c, { body }) => {
     const row = await deploy(c.env, c.get("auth"), body);
-    return c.json({ status: "success", chatbot_id: row.id, deployed: true, public_url: `/chatbots/deployed/${row.id}`, object: chatbotRecord(row) });
+    return c.json({ status: "success", chatbot_id: row.id, deployed: true, public_url: `/chatbots/deployed/${row.id}`, share_url: `/chat/${row.id}`, widget_script: "/widget.js", object: chatbotRecord(row) });
   });
 
   defineRoute(app, { ...b, method: "delete", path: "/chatbots/undeploy/:chatbot_id", summary: "Take a chatbot off its public surface", params: ChatbotIdParams, responses: settings }, async (c, { params }) => {
@@ -200,6 +201,7 @@ export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: Ch
   );
 
   registerPublicChatbotRoutes(app, services);
+  registerChatPageRoutes(app);
   registerChatbotWebhookRoutes(app, services);
 
   defineRoute(app, { ...b, method: "get", path: "/chatbots/:id", summary: "Fetch one chatbot of your organization", params: IdParams, responses: { 404: "No such chatbot" } }, async (c, { params }) =>

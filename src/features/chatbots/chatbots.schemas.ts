@@ -123,6 +123,7 @@ export const DeploymentBody = z
     avatar_url: HttpsUrl.optional(),
     suggested_questions: zArray(zString(1, 200), 10).optional(),
     show_sources: zBool().optional(),
+    position: z.enum(["left", "right"]).optional().openapi({ description: "Which bottom corner the widget's launcher sits in (default right)." }),
     browser_extension: zBool().optional(),
   })
   .openapi("Body_update_deployment");

@@ -157,6 +157,7 @@ export function publicProfile(row: ChatbotRow) {
     avatarUrl: deployment.avatar_url ?? null,
     suggestedQuestions: deployment.suggested_questions ?? [],
     showSources: deployment.show_sources ?? false,
+    position: deployment.position ?? "right",
     access: { mode: access.mode ?? "public" },
     followUpQuestions: row.followUpQuestions > 0,
   };

@@ -31,11 +31,25 @@ export function accessOf(row: ChatbotRow): AccessSettings {
   return parseObject<AccessSettings>(row.access);
 }
 
-/** When the chatbot names allowed origins, a request must come from one of them. */
-export function assertOriginAllowed(row: ChatbotRow, origin: string | undefined): void {
+/** Where a visitor request comes from, as the browser reports it. */
+export interface RequestOrigin {
+  origin: string | undefined;
+  /** Loom's own origin: the chat page (/chat/{id}, also inside the widget's iframe) calls from it. */
+  self: string;
+  /** Sec-Fetch-Site: browsers send no Origin on a same-origin GET, but always this header. */
+  fetchSite: string | undefined;
+}
+
+/**
+ * When the chatbot names allowed origins, a request must come from one of them, or from Loom's own
+ * chat page (which a site outside the list cannot frame: its frame-ancestors are the same list).
+ */
+export function assertOriginAllowed(row: ChatbotRow, from: RequestOrigin): void {
   const allowed = accessOf(row).allowed_origins ?? [];
   if (allowed.length === 0) return;
-  if (!origin || !allowed.includes(origin.replace(/\/$/, ""))) throw new AppError("forbidden", "this site may not use the chatbot");
+  const origin = from.origin?.replace(/\/$/, "");
+  if (origin === from.self || (!origin && from.fetchSite === "same-origin")) return;
+  if (!origin || !allowed.includes(origin)) throw new AppError("forbidden", "this site may not use the chatbot");
 }
 
 /** Changes when the access mode or password changes, so earlier sessions stop working. */
@@ -97,4 +111,21 @@ export async function consumeRateLimit(env: Env, key: string, limit: number): Pr
 
 export function visitorRateLimit(row: ChatbotRow): number {
   return accessOf(row).rate_limit_per_minute ?? DEFAULT_RATE_LIMIT_PER_MINUTE;
+}
+
+const DEPLOYED_PATH = /^\/chatbots\/deployed\/([0-9a-f]{24})(?:\/|$)/;
+
+/**
+ * The Access-Control-Allow-Origin for a visitor route: the caller's origin when the chatbot in the
+ * path allows it (its allowed origins, or any origin when it names none), else none, so a refused
+ * site's script cannot read the answer even of a route that would not refuse it. Routes that name
+ * the chatbot in the body (feedback, upload) reflect the origin and refuse with 403 themselves.
+ */
+export async function corsOriginFor(env: Env, path: string, origin: string): Promise<string | null> {
+  const id = DEPLOYED_PATH.exec(path)?.[1];
+  if (!id) return origin;
+  const rows = await database(env).select({ access: chatbots.access, deployed: chatbots.deployed }).from(chatbots).where(eq(chatbots.id, id)).limit(1);
+  if (!rows[0]?.deployed) return null;
+  const allowed = parseObject<AccessSettings>(rows[0].access).allowed_origins ?? [];
+  return allowed.length === 0 || allowed.includes(origin.replace(/\/$/, "")) ? origin : null;
 }

@@ -1,0 +1,35 @@
+// `npm run build:web`: bundles the browser code in web/ into public/, which wrangler.toml serves
+// as Workers static assets: /widget.js (the embed snippet's script), /chat.js and /chat.css (the
+// chat page's code). Prints each file's gzipped size and fails if /widget.js passes 30 KB gzipped.
+import { build } from "esbuild";
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const out = path.join(root, "public");
+const WIDGET_LIMIT = 30 * 1024;
+
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+await build({
+  entryPoints: { widget: path.join(root, "web/widget.ts"), chat: path.join(root, "web/chat.ts") },
+  outdir: out,
+  bundle: true,
+  minify: true,
+  format: "iife",
+  target: "es2020",
+  legalComments: "none",
+  logLevel: "warning",
+});
+copyFileSync(path.join(root, "web/chat.css"), path.join(out, "chat.css"));
+
+for (const file of ["widget.js", "chat.js", "chat.css"]) {
+  const size = gzipSync(readFileSync(path.join(out, file))).length;
+  console.log(`public/${file}: ${(size / 1024).toFixed(1)} KB gzipped`);
+  if (file === "widget.js" && size > WIDGET_LIMIT) {
+    console.error(`build:web: widget.js is ${size} bytes gzipped, over the ${WIDGET_LIMIT}-byte budget`);
+    process.exit(1);
+  }
+}
