@@ -31,7 +31,7 @@ export interface Loom {
   stop(): Promise<void>;
 }
 
-/** Starts Loom the way `npm start` does and waits for "Ready on". */
+/** Starts Loom the way `npm start` does and waits for its banner ("Loom is running on"). */
 export async function startLoom(vars: Record<string, string>): Promise<Loom> {
   const port = await freePort();
   const args = [path.join(root, "scripts/start.mjs"), "--port", String(port), ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}=${v}`])];
@@ -40,7 +40,7 @@ export async function startLoom(vars: Record<string, string>): Promise<Loom> {
   await new Promise<void>((resolve, reject) => {
     const onData = (data: Buffer) => {
       output += data.toString();
-      if (output.includes("Ready on")) resolve();
+      if (output.includes("Loom is running on")) resolve();
     };
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
