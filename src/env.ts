@@ -8,6 +8,8 @@ import type { WorkersAiBinding } from "./providers/workers-ai";
 export interface Env {
   DB: D1Database;
   FILES: R2Bucket;
+  /** Static assets (wrangler.toml [assets]): the /docs renderer's files, built into .assets/. */
+  ASSETS?: Fetcher;
 
   /** "true" lets anyone sign up and create an organization. */
   ALLOW_SIGNUP?: string;

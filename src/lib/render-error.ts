@@ -25,10 +25,12 @@ function toAppError(error: unknown, c: Context<AppBindings>): AppError {
 /** The root error handler: turns every thrown error into Group A or Group B's envelope. */
 export function renderError(error: unknown, c: Context<AppBindings>): Response {
   const appError = toAppError(error, c);
-  const status = appError.status as 400;
+  const group = groupOf(c);
+  // Group A answers every validation failure 400 `{status, error}`; only Group B has the 422 shape.
+  const status = (group === "A" && appError.code === "validation" ? 400 : appError.status) as 400;
   if (appError.retryAfterSeconds !== undefined) c.header("Retry-After", String(Math.max(1, Math.ceil(appError.retryAfterSeconds))));
   if (appError.rawBody) return c.json(appError.rawBody, status);
-  if (groupOf(c) === "A") return c.json({ status: "failed", error: appError.message }, status);
+  if (group === "A") return c.json({ status: "failed", error: appError.message }, status);
   if (appError.issues) return c.json({ detail: appError.issues }, status);
   return c.json({ detail: appError.message }, status);
 }
