@@ -57,7 +57,7 @@ export function errorResponses(facts: ResponseFacts): Record<string, Documented>
   const add = (status: number, description?: string): void => {
     if (!statuses.has(status)) statuses.set(status, description ?? GENERIC[status] ?? "Error");
   };
-  for (const [status, description] of Object.entries(facts.extra)) add(Number(status), description);
+  for (const [status, description] of Object.entries(facts.extra)) if (Number(status) >= 400) add(Number(status), description);
   if (facts.authenticated) {
     add(401);
     add(429);

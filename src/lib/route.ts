@@ -96,6 +96,12 @@ function queryObject(c: Context<AppBindings>): Record<string, string | string[]>
   return out;
 }
 
+/** The declared success status; a 2xx listed under `responses` names it too. */
+function successStatusOf(spec: { successStatus?: number; responses?: Record<number, string> }): number {
+  const listed = Object.keys(spec.responses ?? {}).map(Number).find((status) => status >= 200 && status < 300);
+  return spec.successStatus ?? listed ?? 200;
+}
+
 /** The success body's content types: its JSON schema, SSE for streams, the file's type for files. */
 function successContent(spec: { response?: z.ZodType; streams?: boolean; produces?: string }): Record<string, { schema: z.ZodType }> {
   const content: Record<string, { schema: z.ZodType }> = {};
@@ -135,7 +141,7 @@ export function defineRoute<
       hasBody: Boolean(spec.body),
       extra: spec.responses ?? {},
     }),
-    [spec.successStatus ?? 200]: { description: "Success", content: successContent(spec) },
+    [successStatusOf(spec)]: { description: "Success", content: successContent(spec) },
   };
 
   app.openAPIRegistry.registerPath({
