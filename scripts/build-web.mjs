@@ -11,7 +11,8 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const out = path.join(root, "public");
 const WIDGET_LIMIT = 30 * 1024;
 
-rmSync(out, { recursive: true, force: true });
+// Only this step's own files: public/docs/ belongs to scripts/build-docs-assets.mjs.
+for (const file of ["widget.js", "chat.js", "chat.css"]) rmSync(path.join(out, file), { force: true });
 mkdirSync(out, { recursive: true });
 await build({
   entryPoints: { widget: path.join(root, "web/widget.ts"), chat: path.join(root, "web/chat.ts") },

@@ -8,6 +8,8 @@ import type { WorkersAiBinding } from "./providers/workers-ai";
 export interface Env {
   DB: D1Database;
   FILES: R2Bucket;
+  /** Static assets (wrangler.toml [assets]): the /docs renderer's files and the chat widget's, built into public/. */
+  ASSETS?: Fetcher;
 
   /** "true" lets anyone sign up and create an organization. */
   ALLOW_SIGNUP?: string;

@@ -53,3 +53,11 @@ export const notFound = (what: string): AppError => new AppError("not_found", `$
 export const forbidden = (message: string): AppError => new AppError("forbidden", message);
 export const conflict = (message: string): AppError => new AppError("conflict", message);
 export const rateLimited = (message: string, retryAfterSeconds: number): AppError => new AppError("rate_limited", message, { retryAfterSeconds });
+
+/**
+ * A Group B input the schema alone cannot judge (an unknown role, a body naming no record):
+ * answered like every other validation failure, 422 `{detail: [{loc, msg, type}]}`.
+ */
+export const invalidInput = (loc: (string | number)[], msg: string, type = "value_error"): AppError =>
+  // The message is the sentence alone: Group A, whose validation failures are 400 `{error}`, shows it as is.
+  new AppError("validation", msg, { issues: [{ loc, msg, type }] });

@@ -31,10 +31,12 @@ export function renderError(error: unknown, c: Context<AppBindings>): Response {
   // An outside service that failed (502) or a missing piece of configuration (503) is the operator's
   // business too: its reason (host and status, never a body or a key) goes to the log.
   if (appError.status > 500) log(c.env?.LOG_LEVEL, "warn", "failure", { request_id: c.get("requestId"), method: c.req.method, route: routePath(c, -1), status: appError.status, cause: causeChain(error) });
-  const status = appError.status as 400;
+  const group = groupOf(c);
+  // Group A answers every validation failure 400 `{status, error}`; only Group B has the 422 shape.
+  const status = (group === "A" && appError.code === "validation" ? 400 : appError.status) as 400;
   if (appError.retryAfterSeconds !== undefined) c.header("Retry-After", String(Math.max(1, Math.ceil(appError.retryAfterSeconds))));
   if (appError.rawBody) return c.json(appError.rawBody, status);
-  if (groupOf(c) === "A") return c.json({ status: "failed", error: appError.message }, status);
+  if (group === "A") return c.json({ status: "failed", error: appError.message }, status);
   if (appError.issues) return c.json({ detail: appError.issues }, status);
   return c.json({ detail: appError.message }, status);
 }

@@ -1,12 +1,16 @@
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, TypedResponse } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { JSONParsed } from "hono/utils/types";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
+import { getRefId } from "@asteasolutions/zod-to-openapi";
 import type { AppBindings, Role } from "../env";
 import { AppError, type ValidationIssue } from "./errors";
 import { MAX_ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, parseBodyBytes } from "./body";
 import { unknownFields } from "./unknown-fields";
 import { authenticate, requireRole, type AuthMode } from "../middleware/auth";
 import { bodyCap, cappedBody } from "../middleware/body-cap";
+import { errorResponses } from "./route-responses";
 
 /** Group A is the public API under /v1; Group B the application backend at the root. */
 export type RouteGroup = "A" | "B";
@@ -14,7 +18,12 @@ export type RouteGroup = "A" | "B";
 type AnyObjectSchema = z.ZodObject<z.ZodRawShape>;
 type BodySchema = z.ZodType<Record<string, unknown>>;
 
-export interface RouteSpec<P extends AnyObjectSchema | undefined, Q extends AnyObjectSchema | undefined, B extends BodySchema | undefined> {
+export interface RouteSpec<
+  P extends AnyObjectSchema | undefined,
+  Q extends AnyObjectSchema | undefined,
+  B extends BodySchema | undefined,
+  R extends z.ZodType | undefined = undefined,
+> {
   method: "get" | "post" | "put" | "patch" | "delete";
   /** Hono path syntax (`/v1/knowledge-base/:id`); documented as `{id}`. */
   path: string;
@@ -34,11 +43,29 @@ export interface RouteSpec<P extends AnyObjectSchema | undefined, Q extends AnyO
    * itself (a webhook) must set it.
    */
   maxBodyBytes?: number;
-  /** Extra documented responses, by status. */
+  /** The route's own failure statuses, by status; auth, input, size and rate-limit failures are added. */
   responses?: Record<number, string>;
+  /** The success body's schema: documented, and the handler's JSON reply must match it to compile. */
+  response?: R;
+  /** The success status, when not 200. */
+  successStatus?: 200 | 201 | 202;
   /** Documents the response as server-sent events too. */
   streams?: boolean;
+  /** A non-JSON success body (a file, audio): its content type, documented instead of a schema. */
+  produces?: string;
 }
+
+/**
+ * What a handler may return: a JSON reply whose body matches the declared success schema, or
+ * (streams and files, routes without a schema) any Response.
+ */
+export type RouteReply<R> = R extends z.ZodType ? Response & TypedResponse<JSONParsed<z.input<R>>, ContentfulStatusCode, "json"> : Response;
+
+declare const streamed: unique symbol;
+/** A streamed or file reply of a route that otherwise answers JSON: marked, so it is never a JSON reply by accident. */
+export type StreamReply = Response & { readonly [streamed]: true };
+/** Marks a Response as the route's documented stream or file (see `streams` / `produces`). */
+export const asStream = (response: Response): StreamReply => response as StreamReply;
 
 type Infer<S> = S extends z.ZodType ? z.output<S> : Record<string, never>;
 
@@ -78,6 +105,47 @@ function queryObject(c: Context<AppBindings>): Record<string, string | string[]>
   return out;
 }
 
+/** The declared success status; a 2xx listed under `responses` names it too. */
+function successStatusOf(spec: { successStatus?: number; responses?: Record<number, string> }): number {
+  const listed = Object.keys(spec.responses ?? {}).map(Number).find((status) => status >= 200 && status < 300);
+  return spec.successStatus ?? listed ?? 200;
+}
+
+/** The success body's content types: its JSON schema, SSE for streams, the file's type for files. */
+/** Group A's note of body fields it ignored (src/middleware/warnings.ts), on any success object. */
+const Warnings = z.array(z.string()).openapi({ description: "Body fields the route ignored (unknown field X ignored); only when there were any" });
+
+const withWarningsCache = new WeakMap<z.ZodType, z.ZodType>();
+
+/**
+ * A Group A route that reads a body may add `warnings` to its success object: documented on each
+ * object the schema answers. A named schema keeps a name (`<Name>WithWarnings`), so the success
+ * stays a `$ref` a client can type.
+ */
+function withWarnings(schema: z.ZodType): z.ZodType {
+  const cached = withWarningsCache.get(schema);
+  if (cached) return cached;
+  let out: z.ZodType = schema;
+  if (schema instanceof z.ZodObject) out = schema.extend({ warnings: Warnings.optional() });
+  else if (schema instanceof z.ZodUnion) out = z.union((schema.options as readonly z.ZodType[]).map(withWarnings) as [z.ZodType, z.ZodType, ...z.ZodType[]]);
+  const name = getRefId(schema);
+  if (name && out !== schema) out = out.openapi(`${name}WithWarnings`);
+  withWarningsCache.set(schema, out);
+  return out;
+}
+
+function successContent(spec: { group: RouteGroup; body?: unknown; response?: z.ZodType; streams?: boolean; produces?: string }): Record<string, { schema: z.ZodType }> {
+  const content: Record<string, { schema: z.ZodType }> = {};
+  const response = spec.response && spec.group === "A" && spec.body ? withWarnings(spec.response) : spec.response;
+  content["application/json"] = { schema: response ?? z.record(z.string(), z.unknown()) };
+  if (spec.streams) content["text/event-stream"] = { schema: z.string().openapi({ description: "Server-sent events" }) };
+  if (spec.produces) {
+    if (!response) delete content["application/json"];
+    content[spec.produces] = { schema: z.string().openapi({ format: "binary" }) };
+  }
+  return content;
+}
+
 /**
  * Declares one route: registers it in the OpenAPI document from the same zod schemas it
  * validates with, and mounts a handler that sets the error group, authenticates, checks the
@@ -89,21 +157,26 @@ export function defineRoute<
   P extends AnyObjectSchema | undefined = undefined,
   Q extends AnyObjectSchema | undefined = undefined,
   B extends BodySchema | undefined = undefined,
+  R extends z.ZodType | undefined = undefined,
 >(
   app: OpenAPIHono<AppBindings>,
-  spec: RouteSpec<P, Q, B>,
-  handler: (c: Context<AppBindings>, input: RouteInput<P, Q, B>) => Response | Promise<Response>,
+  spec: RouteSpec<P, Q, B, R>,
+  handler: (c: Context<AppBindings>, input: RouteInput<P, Q, B>) => RouteReply<R> | StreamReply | Promise<RouteReply<R> | StreamReply>,
 ): void {
   const openApiPath = spec.path.replace(/:([A-Za-z_]+)/g, "{$1}");
   const bodyTypes = spec.group === "A" ? BODY_TYPES_A : BODY_TYPES_B;
-  const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {
-    200: { description: "Success", content: spec.streams ? { "application/json": { schema: z.object({}).passthrough() }, "text/event-stream": { schema: z.string() } } : undefined },
-  };
-  for (const [status, description] of Object.entries(spec.responses ?? {})) responses[status] = { description };
-  if (spec.auth !== "none") responses[401] = { description: "Missing or invalid credentials" };
-  if (spec.body || spec.query || spec.params) responses[spec.group === "A" ? 400 : 422] = { description: "Invalid input" };
   const maxBodyBytes = spec.maxBodyBytes ?? (spec.body ? (spec.auth === "none" ? MAX_ANONYMOUS_BODY_BYTES : MAX_BODY_BYTES) : undefined);
-  if (maxBodyBytes !== undefined) responses[413] ??= { description: `Request body over ${maxBodyBytes} bytes` };
+  const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {
+    ...errorResponses({
+      group: spec.group,
+      authenticated: spec.auth !== "none",
+      hasRole: spec.minRole !== undefined,
+      hasInput: Boolean(spec.body || spec.query || spec.params),
+      hasBody: maxBodyBytes !== undefined,
+      extra: maxBodyBytes === undefined ? (spec.responses ?? {}) : { 413: `Request body over ${maxBodyBytes} bytes`, ...spec.responses },
+    }),
+    [successStatusOf(spec)]: { description: "Success", content: successContent(spec) },
+  };
 
   app.openAPIRegistry.registerPath({
     method: spec.method,

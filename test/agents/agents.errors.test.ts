@@ -26,7 +26,7 @@ describe("agents: documented failures", () => {
     const org = await seedOrg();
     const agent = await addAgent(org.owner.token);
     expect(await send(`/agents/imported/add?agent_id=${String(agent._id)}`, org.owner.token, "POST", {})).toEqual([404, { detail: "published agent not found" }]);
-    expect(await send("/agents/share", org.owner.token, "POST", { agent_id: String(agent._id) })).toEqual([400, { detail: "user_ids: name at least one user (user_ids or emails) to share with" }]);
+    expect(await send("/agents/share", org.owner.token, "POST", { agent_id: String(agent._id) })).toEqual([422, { detail: [{ loc: ["body", "user_ids"], msg: "name at least one user (user_ids or emails) to share with", type: "missing" }] }]);
     expect(await send("/agents/share", org.owner.token, "POST", { agent_id: String(agent._id), emails: "ghost@example.com" })).toEqual([404, { detail: "user ghost@example.com not found" }]);
   });
 

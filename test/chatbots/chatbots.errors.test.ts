@@ -124,7 +124,9 @@ describe("chatbots: conversation and settings errors", () => {
     const conversationId = String(answered.body.conversation_id);
     const t = bearer(org.owner.token);
     const like = (fields: Record<string, string>) => app.request("/chatbots/conversations/message/like", form({ chatbot_id: id, conversation_id: conversationId, message_id: String(answered.body.message_id), ...fields }, t));
-    expect(await body(await like({}))).toEqual({ detail: "give like (true or false) or feedback (like, dislike or none)" });
+    const missing = await like({});
+    expect(missing.status).toBe(422);
+    expect(await body(missing)).toEqual({ detail: [{ loc: ["body", "like"], msg: "give like (true or false) or feedback (like, dislike or none)", type: "missing" }] });
     expect((await like({ like: "perhaps" })).status).toBe(422);
     const unknown = await like({ like: "true", message_id: "0123456789abcdef01234567" });
     expect(unknown.status).toBe(404);

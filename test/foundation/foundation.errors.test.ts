@@ -68,8 +68,8 @@ describe("foundation: every documented failure, with its exact body", () => {
     expect(await read(await call("/admin/users/change", form({ user_id: owner, role: "member" }, bearer(admin.token), "PUT")))).toEqual([403, firm]);
     expect(await read(await call("/admin/users/change", form({ user_id: owner, suspended: "true" }, bearer(admin.token), "PUT")))).toEqual([403, firm]);
     expect(await read(await call("/admin/users", form({ user_id: owner }, bearer(org.owner.token), "DELETE")))).toEqual([403, { detail: "the owner cannot be removed; transfer ownership with /admin/owner/change first" }]);
-    expect(await read(await call("/admin/users/change", form({ user_id: admin.userId, role: "owner" }, bearer(org.owner.token), "PUT")))).toEqual([400, { detail: "role: the owner role moves only through /admin/owner/change" }]);
-    expect(await read(await call("/admin/users/change", form({ user_id: admin.userId, role: "emperor" }, bearer(org.owner.token), "PUT")))).toEqual([400, { detail: "role: must be one of admin, member, viewer (got 'emperor')" }]);
+    expect(await read(await call("/admin/users/change", form({ user_id: admin.userId, role: "owner" }, bearer(org.owner.token), "PUT")))).toEqual([422, { detail: [{ loc: ["body", "role"], msg: "the owner role moves only through /admin/owner/change", type: "value_error" }] }]);
+    expect(await read(await call("/admin/users/change", form({ user_id: admin.userId, role: "emperor" }, bearer(org.owner.token), "PUT")))).toEqual([422, { detail: [{ loc: ["body", "role"], msg: "must be one of admin, member, viewer (got 'emperor')", type: "value_error" }] }]);
     expect(await read(await call("/admin/owner/change", form({ user_id: owner }, bearer(org.owner.token), "PUT")))).toEqual([400, { detail: "user_id: you are already the owner" }]);
   });
 
@@ -92,6 +92,6 @@ describe("foundation: every documented failure, with its exact body", () => {
     expect(urlStatus).toBe(422);
     expect((urlBody.detail as Json[])[0]).toEqual({ loc: ["body", "base_url"], msg: "must be an http(s) URL without credentials", type: "custom" });
     expect(await read(await call("/admin/connections/update", form({ name: "nope", base_url: "https://example.com" }, auth, "PATCH")))).toEqual([404, { detail: "connection not found" }]);
-    expect(await read(await call("/admin/connections/delete", form({}, auth, "DELETE")))).toEqual([400, { detail: "Either connection_id or name must be provided" }]);
+    expect(await read(await call("/admin/connections/delete", form({}, auth, "DELETE")))).toEqual([422, { detail: [{ loc: ["body", "connection_id"], msg: "Either connection_id or name must be provided", type: "missing" }] }]);
   });
 });

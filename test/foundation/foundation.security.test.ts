@@ -315,11 +315,6 @@ describe("request body caps", () => {
   });
 });
 
-async function sha256Source(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-  return `'sha256-${btoa(String.fromCharCode(...digest))}'`;
-}
-
 const directives = (csp: string | null): Record<string, string> =>
   Object.fromEntries((csp ?? "").split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values.join(" ")]));
 
@@ -346,16 +341,15 @@ describe("security headers", () => {
     }
   });
 
-  it("/docs runs under a strict CSP: its inline script and style are allowed by hash, nothing else inline, fetches only to Loom", async () => {
+  it("/docs runs under a strict CSP: no inline script or style, its own files from Loom's origin only, fetches only to Loom", async () => {
     const response = await call("/docs");
     const csp = directives(response.headers.get("content-security-policy"));
     const html = await response.text();
-    const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
-    const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]);
-    expect(scripts).toHaveLength(1);
-    expect(styles).toHaveLength(1);
-    expect(csp["script-src"]).toBe(await sha256Source(scripts[0]));
-    expect(csp["style-src"]).toBe(await sha256Source(styles[0]));
+    // Swagger UI's page loads its script and stylesheet as files; nothing inline needs a hash.
+    expect([...html.matchAll(/<script>([\s\S]*?)<\/script>/g)]).toHaveLength(0);
+    expect([...html.matchAll(/<style>([\s\S]*?)<\/style>/g)]).toHaveLength(0);
+    expect(csp["script-src"]).toBe("'self'");
+    expect(csp["style-src"]).toBe("'self'");
     expect(csp["connect-src"]).toBe("'self'");
     expect(csp["base-uri"]).toBe("'none'");
     expect(JSON.stringify(csp)).not.toContain("unsafe");

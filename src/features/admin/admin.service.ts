@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { apiKeys, users } from "../../db/schema/identity";
-import { AppError, badRequest, forbidden, notFound } from "../../lib/errors";
+import { AppError, badRequest, forbidden, invalidInput, notFound } from "../../lib/errors";
 import { hashPassword } from "../../lib/crypto";
 import { assertPasswordNotCommon } from "../../lib/password-policy";
 import { newId } from "../../lib/ids";
@@ -62,8 +62,8 @@ export async function deleteUser(env: Env, auth: AuthContext, userId: string): P
 export async function changeUser(env: Env, auth: AuthContext, input: { user_id: string; role?: string; name?: string; suspended?: boolean }) {
   const target = await memberOf(env, auth, input.user_id);
   if (input.role !== undefined) {
-    if (!isRole(input.role)) throw badRequest(`role: must be one of admin, member, viewer (got '${input.role}')`);
-    if (input.role === "owner") throw badRequest("role: the owner role moves only through /admin/owner/change");
+    if (!isRole(input.role)) throw invalidInput(["body", "role"], `must be one of admin, member, viewer (got '${input.role}')`);
+    if (input.role === "owner") throw invalidInput(["body", "role"], "the owner role moves only through /admin/owner/change");
   }
   if (target.role === "owner" && (input.role !== undefined || input.suspended)) {
     throw forbidden("the owner cannot be demoted or suspended; transfer ownership with /admin/owner/change first");

@@ -3,7 +3,7 @@ import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { agentFavorites, agentHistory, agents, agentShares } from "../../db/schema/agents";
 import { users } from "../../db/schema/identity";
-import { AppError, badRequest, notFound } from "../../lib/errors";
+import { AppError, badRequest, invalidInput, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { hasRole } from "../../middleware/auth";
 import { agentDescription, type AgentRow } from "./agents.records";
@@ -129,7 +129,7 @@ export async function copyAgent(env: Env, auth: AuthContext, source: AgentRow, o
 
 export async function shareAgent(env: Env, auth: AuthContext, agentId: string, userIds: string[], emails: string[]) {
   const row = await writableAgent(env, auth, agentId);
-  if (!userIds.length && !emails.length) throw badRequest("user_ids: name at least one user (user_ids or emails) to share with");
+  if (!userIds.length && !emails.length) throw invalidInput(["body", "user_ids"], "name at least one user (user_ids or emails) to share with", "missing");
   const db = database(env);
   const conditions = [userIds.length ? inArray(users.id, userIds) : undefined, emails.length ? inArray(users.email, emails.map((e) => e.toLowerCase())) : undefined].filter((c) => c !== undefined);
   const targets = await db.select({ id: users.id, email: users.email }).from(users).where(and(eq(users.orgId, auth.orgId), or(...conditions)));

@@ -5,7 +5,7 @@ import { chatbots } from "../../db/schema/chatbots";
 import { connections } from "../../db/schema/identity";
 import { knowledgeBases } from "../../db/schema/knowledge-bases";
 import { pipelines } from "../../db/schema/pipelines";
-import { badRequest } from "../../lib/errors";
+import { badRequest, invalidInput } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { assertCanCreate } from "../../lib/ownership";
 import { auditInsert } from "../audit/audit.service";
@@ -74,9 +74,9 @@ export async function createChatbot(env: Env, auth: AuthContext, input: ChatbotC
   assertCanCreate(auth);
   const pipelineId = input.pipeline?.id ?? input.pipeline_id ?? null;
   const builtIn = input.knowledge_base_ids !== undefined || input.system_prompt !== undefined || input.model !== undefined;
-  if (pipelineId && builtIn) throw badRequest("a chatbot answers through either a pipeline or knowledge bases and a model, not both");
+  if (pipelineId && builtIn) throw invalidInput(["body", "pipeline"], "a chatbot answers through either a pipeline or knowledge bases and a model, not both");
   if (!pipelineId && !(input.knowledge_base_ids?.length || input.model || input.system_prompt)) {
-    throw badRequest("give either pipeline.id, or knowledge_base_ids, a system_prompt and optionally a model");
+    throw invalidInput(["body", "pipeline"], "give either pipeline.id, or knowledge_base_ids, a system_prompt and optionally a model", "missing");
   }
   if (!pipelineId && (input.input?.trim() || input.output?.trim())) throw badRequest("input and output name a pipeline's input and output; this chatbot has no pipeline");
   if (input.model) await assertModelConnection(env, auth, input.model);

@@ -173,7 +173,7 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
 }
 
 /** The final server-sent event and the non-streaming body share one shape. */
-export function publicResult(result: RunResult, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function publicResult(result: RunResult, extra: Record<string, unknown> = {}): Omit<RunResult, "failure"> & Record<string, unknown> {
   const { failure: _failure, ...rest } = result;
   return { ...rest, ...extra };
 }

@@ -2,6 +2,8 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
 import { cappedBody } from "../../middleware/body-cap";
+import { WebhookReply } from "./chatbots.responses";
+import { AppError } from "../../lib/errors";
 import type { ChatbotServicesFactory } from "./chatbot-services";
 import { ChatbotIdParams } from "./chatbots.schemas";
 import { handleTelephonyWebhook, handleWorkspaceWebhook } from "./chatbot-webhooks.service";
@@ -22,6 +24,7 @@ export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>, serv
       ...hook,
       method: "post",
       path: "/chatbots/webhooks/telephony/:chatbot_id",
+      produces: "text/xml",
       summary: "Inbound telephony webhook (SMS and calls); answers in the provider's XML",
       description: "Signed by the provider: `X-Telephony-Signature` is base64 HMAC-SHA1 (keyed with the account's auth token) of the full URL followed by the sorted form parameters, names then values. Unsigned, wrongly signed and replayed requests are refused.",
       params: ChatbotIdParams,
@@ -41,6 +44,7 @@ export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>, serv
       ...hook,
       method: "post",
       path: "/chatbots/webhooks/chatworkspace/:chatbot_id",
+      response: WebhookReply,
       summary: "Inbound chat workspace events; answers the URL verification challenge and replies through the workspace's web API",
       description: "Signed by the workspace: `X-Chatworkspace-Signature: v0=<hex HMAC-SHA256 of v0:<timestamp>:<body>>` with `X-Chatworkspace-Request-Timestamp`; requests more than 5 minutes off are stale. Unsigned, stale, wrongly signed and replayed requests are refused.",
       params: ChatbotIdParams,

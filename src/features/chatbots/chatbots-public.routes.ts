@@ -2,7 +2,8 @@ import type { Context } from "hono";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { cors } from "hono/cors";
 import type { AppBindings } from "../../env";
-import { defineRoute } from "../../lib/route";
+import { asStream, defineRoute } from "../../lib/route";
+import { ChatbotRunResult, ConversationRead, ConversationsResult, FeedbackResult, PublicChatbotProfile, UploadResult, VisitorSessionResult } from "./chatbots.responses";
 import { AppError, badRequest } from "../../lib/errors";
 import { verifyPassword } from "../../lib/crypto";
 import { authenticate } from "../../middleware/auth";
@@ -67,13 +68,13 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
   app.use("/chatbots/deployed/*", embedding);
   app.use("/chatbots/upload", embedding);
 
-  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id", summary: "A deployed chatbot's public profile (no auth); nothing private", params: ChatbotIdParams, responses: { 404: "Unknown or undeployed chatbot" } }, async (c, { params }) =>
+  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id", response: PublicChatbotProfile, summary: "A deployed chatbot's public profile (no auth); nothing private", params: ChatbotIdParams, responses: { 404: "Unknown or undeployed chatbot" } }, async (c, { params }) =>
     c.json({ status: "success", chatbot: publicProfile(await getDeployedChatbot(c.env, params.chatbot_id)) }),
   );
 
   defineRoute(
     app,
-    { ...pub, method: "post", path: "/chatbots/deployed/:chatbot_id/session", summary: "Start a visitor session: give the password, or a member's bearer token, as the chatbot's access requires", params: ChatbotIdParams, body: SessionBody, responses: { 401: "Wrong password or no credentials", 403: "Origin or member not allowed", 404: "Unknown or undeployed chatbot", 429: "Too many sessions" } },
+    { ...pub, method: "post", path: "/chatbots/deployed/:chatbot_id/session", response: VisitorSessionResult, summary: "Start a visitor session: give the password, or a member's bearer token, as the chatbot's access requires", params: ChatbotIdParams, body: SessionBody, responses: { 401: "Wrong password or no credentials", 403: "Origin or member not allowed", 404: "Unknown or undeployed chatbot", 429: "Too many sessions" } },
     async (c, { params, body }) => {
       const row = await reachableChatbot(c, params.chatbot_id);
       const { token, session } = await newSession(c, row, body.password);
@@ -87,6 +88,7 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
       ...pub,
       method: "post",
       path: "/chatbots/deployed/:chatbot_id/run",
+      response: ChatbotRunResult,
       summary: "A visitor sends a message to a deployed chatbot",
       description: `Send the session in the \`${SESSION_HEADER}\` header (or \`visitor_session\`). A public chatbot starts a session for a first-time visitor and returns it as \`visitor_session\`. Answers like /v1/chatbot/{id}/run, streaming included.`,
       params: ChatbotIdParams,
@@ -111,7 +113,7 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
       if (body.stream) {
         const response = streamRun((onPiece) => executeRun(env, svc, prepared, onPiece), extra, keepAliveFor(c));
         if (issued) response.headers.set(SESSION_HEADER, issued);
-        return response;
+        return asStream(response);
       }
       const result = await executeRun(env, svc, prepared, () => undefined);
       if (result.failure) throw result.failure;
@@ -119,21 +121,21 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
     },
   );
 
-  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id/conversations", summary: "The visitor's own conversations with a deployed chatbot", params: ChatbotIdParams, responses: { 401: "Session required", 404: "Unknown or undeployed chatbot" } }, async (c, { params }) => {
+  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id/conversations", response: ConversationsResult, summary: "The visitor's own conversations with a deployed chatbot", params: ChatbotIdParams, responses: { 401: "Session required", 404: "Unknown or undeployed chatbot" } }, async (c, { params }) => {
     const row = await reachableChatbot(c, params.chatbot_id);
     const { session } = await visitorSession(c, row, undefined, false);
     const rows = await listConversations(c.env, row.orgId, actorOf(session), row.id, 100);
     return c.json({ status: "success", conversations: rows.map(conversationRecord) });
   });
 
-  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id/conversations/:conversation_id", summary: "Read one of the visitor's own conversations", params: VisitorConversationParams, responses: { 401: "Session required", 404: "Not this visitor's conversation" } }, async (c, { params }) => {
+  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id/conversations/:conversation_id", response: ConversationRead, summary: "Read one of the visitor's own conversations", params: VisitorConversationParams, responses: { 401: "Session required", 404: "Not this visitor's conversation" } }, async (c, { params }) => {
     const row = await reachableChatbot(c, params.chatbot_id);
     const { session } = await visitorSession(c, row, undefined, false);
     const conversation = await findConversation(c.env, row, actorOf(session), params.conversation_id);
     return c.json({ status: "success", conversation: await readConversation(c.env, conversation, showsSources(row)) });
   });
 
-  defineRoute(app, { ...pub, method: "post", path: "/chatbots/deployed/conversations/message/like", summary: "A visitor likes or dislikes an answer in their own conversation", body: VisitorFeedbackBody, responses: { 401: "Session required", 404: "Not this visitor's conversation or message" } }, async (c, { body }) => {
+  defineRoute(app, { ...pub, method: "post", path: "/chatbots/deployed/conversations/message/like", response: FeedbackResult, summary: "A visitor likes or dislikes an answer in their own conversation", body: VisitorFeedbackBody, responses: { 401: "Session required", 404: "Not this visitor's conversation or message" } }, async (c, { body }) => {
     const feedback = feedbackValue(body);
     const row = await reachableChatbot(c, body.chatbot_id);
     const { session } = await visitorSession(c, row, body.visitor_session, false);
@@ -144,7 +146,7 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
 
   defineRoute(
     app,
-    { ...pub, method: "post", path: "/chatbots/upload", summary: "A visitor attaches a text document (txt, md, csv, json; at most 1 MiB) to their conversation", body: VisitorUploadBody, maxBodyBytes: MAX_UPLOAD_BODY_BYTES, responses: { 401: "Session required", 404: "Not this visitor's conversation", 413: "File too large", 429: "Rate limit" } },
+    { ...pub, method: "post", path: "/chatbots/upload", response: UploadResult, summary: "A visitor attaches a text document (txt, md, csv, json; at most 1 MiB) to their conversation", body: VisitorUploadBody, maxBodyBytes: MAX_UPLOAD_BODY_BYTES, responses: { 401: "Session required", 404: "Not this visitor's conversation", 413: "File too large", 429: "Rate limit" } },
     async (c, { body }) => {
       const row = await reachableChatbot(c, body.chatbot_id);
       const { session } = await visitorSession(c, row, body.visitor_session, false);

@@ -3,7 +3,7 @@ import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { chatbotConversations } from "../../db/schema/chatbots";
 import type { StoredMessage } from "../../durable-objects/conversation-object";
-import { badRequest, notFound } from "../../lib/errors";
+import { badRequest, invalidInput, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { ChatbotRow } from "./chatbots.service";
 import type { FeedbackInput } from "./chatbots.schemas";
@@ -143,7 +143,7 @@ export async function deleteConversations(env: Env, ids: string[]): Promise<void
 
 export function feedbackValue(input: Pick<FeedbackInput, "like" | "feedback">): "like" | "dislike" | null {
   if (input.feedback) return input.feedback === "none" ? null : input.feedback;
-  if (input.like === undefined) throw badRequest("give like (true or false) or feedback (like, dislike or none)");
+  if (input.like === undefined) throw invalidInput(["body", "like"], "give like (true or false) or feedback (like, dislike or none)", "missing");
   return input.like ? "like" : "dislike";
 }
 

@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { connections } from "../../db/schema/identity";
-import { AppError, badRequest, notFound } from "../../lib/errors";
+import { AppError, badRequest, invalidInput, notFound } from "../../lib/errors";
 import { BlockedUrlError, checkUrl } from "../../lib/ssrf-guard";
 import { decryptSecret, encryptSecret } from "../../lib/crypto";
 import { modelHostRules, requireSecret } from "../../lib/config";
@@ -95,7 +95,7 @@ export async function createConnection(env: Env, auth: AuthContext, input: Conne
 }
 
 async function findConnection(env: Env, auth: AuthContext, ref: { connection_id?: string; name?: string }): Promise<ConnectionRow> {
-  if (!ref.connection_id && !ref.name) throw badRequest("Either connection_id or name must be provided");
+  if (!ref.connection_id && !ref.name) throw invalidInput(["body", "connection_id"], "Either connection_id or name must be provided", "missing");
   const where = ref.connection_id ? eq(connections.id, ref.connection_id) : eq(connections.name, ref.name ?? "");
   const rows = await database(env).select().from(connections).where(and(where, eq(connections.orgId, auth.orgId))).limit(1);
   if (!rows[0]) throw notFound("connection");

@@ -1,7 +1,9 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
-import { cspHash, setPagePolicy, type PagePolicy } from "../../middleware/security-headers";
-import { DOCS_PAGE, DOCS_SCRIPT, DOCS_STYLE } from "./docs-page";
+import { AppError } from "../../lib/errors";
+import { setPagePolicy } from "../../middleware/security-headers";
+import { DOCS_PAGE } from "./docs-page";
+import { GroupAError, GroupBError, HTTPValidationError, Unauthorized } from "../../lib/route-responses";
 
 export const OPENAPI_INFO = {
   openapi: "3.1.0",
@@ -13,18 +15,41 @@ export const OPENAPI_INFO = {
   },
 };
 
-let docsPolicy: Promise<PagePolicy> | undefined;
+/** The /docs page's policy: scripts, styles, images and fetches from Loom's own origin only. */
+export const DOCS_PAGE_POLICY = { scripts: ["'self'"], styles: ["'self'"], images: ["'self'"], connect: ["'self'"] };
 
-/** The docs page runs its one inline script and style (allowed by hash) and fetches only from Loom itself. */
-function docsPagePolicy(): Promise<PagePolicy> {
-  docsPolicy ??= Promise.all([cspHash(DOCS_SCRIPT), cspHash(DOCS_STYLE)]).then(([script, style]) => ({ scripts: [script], styles: [style], connect: ["'self'"] }));
-  return docsPolicy;
-}
+/** The chat widget's files (scripts/build-web.mjs), in the same [assets] directory as /docs/*. */
+const WIDGET_ASSETS = ["/widget.js", "/chat.js", "/chat.css"] as const;
 
 export function registerDocsRoutes(app: OpenAPIHono<AppBindings>): void {
+  // The error bodies are components by name even where a route set does not reach one of them.
+  for (const [name, schema] of Object.entries({ GroupAError, Unauthorized, GroupBError, HTTPValidationError })) app.openAPIRegistry.register(name, schema);
   app.get("/openapi.json", (c) => c.json(app.getOpenAPI31Document(OPENAPI_INFO)));
-  app.get("/docs", async (c) => {
-    setPagePolicy(c, await docsPagePolicy());
+  // Swagger UI has no inline script or style: its own files, on Loom's origin, are all it loads,
+  // and it fetches /openapi.json and the requests "Try it out" sends from the same origin.
+  app.get("/docs", (c) => {
+    setPagePolicy(c, DOCS_PAGE_POLICY);
     return c.html(DOCS_PAGE);
   });
+  // The renderer's files (wrangler.toml [assets]); only GET, only under /docs/.
+  app.get("/docs/*", async (c) => {
+    if (!c.env.ASSETS) throw new AppError("unavailable", "the docs assets are not configured (run npm run build)");
+    const response = await c.env.ASSETS.fetch(c.req.raw);
+    if (response.status === 404) throw new AppError("not_found", `no route for GET ${c.req.path}`);
+    // The binding's headers are immutable; middleware (request id, security headers) adds its own.
+    return new Response(response.body, response);
+  });
+  // wrangler.toml's run_worker_first sends every request to the Worker first, so the widget's
+  // files are handed to the same binding. /widget.js is embedded by other sites' pages, so it may
+  // be loaded cross-origin.
+  for (const path of WIDGET_ASSETS) {
+    app.get(path, async (c) => {
+      if (!c.env.ASSETS) throw new AppError("unavailable", "the widget assets are not configured (run npm run build)");
+      const response = await c.env.ASSETS.fetch(c.req.raw);
+      if (response.status === 404) throw new AppError("not_found", `no route for GET ${c.req.path}`);
+      const copy = new Response(response.body, response);
+      if (path === "/widget.js") copy.headers.set("cross-origin-resource-policy", "cross-origin");
+      return copy;
+    });
+  }
 }
