@@ -1,7 +1,11 @@
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import tableBytes from "../../src/providers/generated/static-use.bin";
+import { runtimeAsset } from "../../src/lib/runtime-assets";
+import { STATIC_TABLE_ASSET } from "../../src/providers/generated/static-use-asset";
 import { parseStaticTable, StaticEmbeddingModel } from "../../src/providers/static-embedder-core";
 
+// The table the Worker reads: the static asset, through the ASSETS binding.
+const tableBytes = await runtimeAsset(env, STATIC_TABLE_ASSET);
 const table = parseStaticTable(tableBytes);
 const model = new StaticEmbeddingModel(table);
 const pieces = (text: string): string[] => model.tokenize(text).map((id) => table.pieces[id]);

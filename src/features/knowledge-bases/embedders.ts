@@ -18,7 +18,7 @@ export function registerEmbedder(model: string, factory: EmbedderFactory): void 
 
 export const DEFAULT_EMBEDDING_MODEL = STATIC_EMBEDDER_MODEL;
 
-registerEmbedder(STATIC_EMBEDDER_MODEL, () => createStaticEmbedder());
+registerEmbedder(STATIC_EMBEDDER_MODEL, (env) => createStaticEmbedder(env));
 
 export function knownEmbeddingModels(): string[] {
   return [...FACTORIES.keys()];

@@ -84,11 +84,15 @@ function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
+/** Reads a PDF's pages. Only the parser's Dynamic Worker has one: pdf.js is not in the API Worker's bundle. */
+export type PdfReader = (bytes: Uint8Array) => Promise<string[]>;
+
 /**
  * Reads a file's text. Pure and bounded by PARSE_LIMITS; the caller decides where it runs
- * (parsing/document-parser.ts puts PDF and zip-based files in their own isolate).
+ * (parsing/document-parser.ts puts PDF and zip-based files in their own isolate, whose module,
+ * parsing/parser-guest.ts, passes the PDF reader).
  */
-export async function extractText(kind: FileKind, bytes: Uint8Array): Promise<ExtractedText> {
+export async function extractText(kind: FileKind, bytes: Uint8Array, readPdf?: PdfReader): Promise<ExtractedText> {
   switch (kind) {
     case "text":
     case "markdown":
@@ -101,10 +105,8 @@ export async function extractText(kind: FileKind, bytes: Uint8Array): Promise<Ex
       return { pages: [jsonToText(decodeUtf8(bytes))] };
     case "docx":
       return { pages: [docxToText(bytes)] };
-    case "pdf": {
-      // Loaded on first use: pdf.js is large, and most isolates never read a PDF.
-      const { pdfToPages } = await import("./parsing/pdf-text");
-      return { pages: await pdfToPages(bytes) };
-    }
+    case "pdf":
+      if (!readPdf) throw new ExtractionError("PDF files are read in the parser's Dynamic Worker (the LOADER binding, wrangler.toml [[worker_loaders]]), which this deployment lacks");
+      return { pages: await readPdf(bytes) };
   }
 }

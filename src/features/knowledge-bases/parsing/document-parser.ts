@@ -1,7 +1,8 @@
 import type { Env } from "../../../env";
 import { intSetting } from "../../../lib/config";
+import { runtimeAsset } from "../../../lib/runtime-assets";
 import { extractText, type ExtractedText, type FileKind } from "../extract-text";
-import { PARSER_MAIN_MODULE, PARSER_VERSION } from "./generated/parser-bundle";
+import { PARSER_ASSET, PARSER_VERSION } from "./generated/parser-bundle";
 import type { ParserAnswer } from "./parser-guest";
 import { ExtractionError } from "./parse-limits";
 
@@ -11,7 +12,9 @@ import { ExtractionError } from "./parse-limits";
  * Worker, one isolate per organization, with a CPU budget: whatever slipped past PARSE_LIMITS
  * costs that isolate its budget, never the API Worker or another organization. The other
  * formats are read here by linear-time, output-capped readers. Without a loader (some local
- * set-ups) everything is read here, under the same PARSE_LIMITS but no CPU budget.
+ * set-ups) DOCX is read here, under the same PARSE_LIMITS but no CPU budget, and a PDF fails
+ * saying why: pdf.js lives only in the parser's module, a static asset (scripts/build-parser.mjs),
+ * which only a Dynamic Worker can run (Workers never evaluate code fetched at run time).
  */
 export const ISOLATED_KINDS: ReadonlySet<FileKind> = new Set<FileKind>(["pdf", "docx"]);
 
@@ -33,11 +36,12 @@ export async function readDocumentText(env: Env, orgId: string, kind: FileKind, 
   const loader = env.LOADER;
   if (!loader || parserPlacement(env, kind) === "inline") return extractText(kind, bytes);
   const cpuMs = parseCpuMs(env);
+  const source = await parserSource(env);
   try {
     const worker = loader.get(`loom-parser-${PARSER_VERSION}-${orgId}`, () => ({
       compatibilityDate: "2026-11-01",
       mainModule: "parser.js",
-      modules: { "parser.js": PARSER_MAIN_MODULE },
+      modules: { "parser.js": source },
       env: {},
       globalOutbound: null,
     }));
@@ -51,5 +55,20 @@ export async function readDocumentText(env: Env, orgId: string, kind: FileKind, 
     // The isolate was stopped (CPU budget, its 128 MB of memory) or could not start.
     console.error("document parser failed", error);
     throw new ExtractionError(`the ${LABEL[kind]} file could not be read within the parser's limits (${cpuMs} ms of CPU, KB_PARSE_CPU_MS; 128 MB of memory)`);
+  }
+}
+
+let decoded: { asset: string; source: string } | null = null;
+
+/** The parser's module source, read from the static assets once per isolate. */
+async function parserSource(env: Env): Promise<string> {
+  if (decoded?.asset === PARSER_ASSET) return decoded.source;
+  try {
+    const source = new TextDecoder().decode(await runtimeAsset(env, PARSER_ASSET));
+    decoded = { asset: PARSER_ASSET, source };
+    return source;
+  } catch (error) {
+    // The document fails with the reason (a deployment without its assets), not the request.
+    throw new ExtractionError(`the document parser is not available: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
