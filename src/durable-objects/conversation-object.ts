@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { newId } from "../lib/ids";
 import { cutHistory } from "../features/chatbots/history-budget";
+import { setIsolateLogLevel } from "../lib/log";
 
 /** A source an answer was drawn from, as stored with the answer. */
 export interface MessageSource {
@@ -98,6 +99,7 @@ export class ConversationObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    setIsolateLogLevel(env.LOG_LEVEL);
     this.sql = ctx.storage.sql;
     this.sql.exec(`CREATE TABLE IF NOT EXISTS messages (
       seq INTEGER PRIMARY KEY AUTOINCREMENT,

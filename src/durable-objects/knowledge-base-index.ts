@@ -12,6 +12,7 @@ import { ChunkRetriever, type KeywordHit } from "../features/knowledge-bases/chu
 import type { RetrieveRequest, RetrieveResult, StoredChunk } from "../features/knowledge-bases/retrieval";
 import { WebSources, type StoredPage } from "../features/knowledge-bases/web-sources";
 import type { WebSourceRecord } from "../features/knowledge-bases/web-ingestion";
+import { setIsolateLogLevel } from "../lib/log";
 
 
 /** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
@@ -53,6 +54,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    setIsolateLogLevel(env.LOG_LEVEL);
     this.sql = ctx.storage.sql;
     this.vectors = new VectorStore(this.sql);
     this.keywords = new KeywordScorer(ctx.storage);

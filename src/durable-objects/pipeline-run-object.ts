@@ -10,6 +10,7 @@ import { executeNode, passThrough } from "../features/pipelines/node-executors";
 import { NodeFailure, nodeServicesProvider, type NodeServices } from "../features/pipelines/pipeline-services";
 import { allDone, FINISHED, planNodes, SETTLED, type NodeState } from "../features/pipelines/run-state";
 import { iso, RunStore, type RunActionResult, type RunInit, type RunRecord, type RunView } from "../features/pipelines/run-store";
+import { causeChain, logEvent, setIsolateLogLevel } from "../lib/log";
 
 export type { RunActionResult, RunInit, RunView } from "../features/pipelines/run-store";
 
@@ -23,7 +24,7 @@ const MAX_NODE_OUTPUT_BYTES = 1024 * 1024;
 function messageOf(error: unknown): string {
   if (error instanceof NodeFailure || error instanceof AppError) return error.message;
   if (error instanceof Error && error.name === "AbortError") return "the node was cancelled";
-  console.error(JSON.stringify({ level: "error", where: "pipeline node", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
+  logEvent("error", "pipeline_node_failed", { cause: causeChain(error) });
   return "internal error while running the node";
 }
 
@@ -45,6 +46,7 @@ export class PipelineRunObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    setIsolateLogLevel(env.LOG_LEVEL);
     this.services = nodeServicesProvider.create(env);
     this.store = new RunStore(ctx.storage.sql);
   }
@@ -154,7 +156,7 @@ export class PipelineRunObject extends DurableObject<Env> {
       }
     } catch (error) {
       // A bug in the engine fails the run rather than leaving it stuck.
-      console.error(JSON.stringify({ level: "error", where: "pipeline run", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
+      logEvent("error", "pipeline_run_failed", { cause: causeChain(error) });
       const run = this.store.run();
       if (run && !FINISHED.has(run.status)) {
         this.finishRun("failed", "internal error while running the pipeline");
@@ -360,7 +362,7 @@ export class PipelineRunObject extends DurableObject<Env> {
       if (this.store.indexPending()) this.store.setIndexPending(false);
     } catch (error) {
       // The object stays the source of truth; the index catches up on the retry or the next change.
-      console.error(JSON.stringify({ level: "error", where: "pipeline run index", runId: run.runId, error: error instanceof Error ? error.message : String(error) }));
+      logEvent("warn", "pipeline_run_index_failed", { run_id: run.runId, cause: causeChain(error) });
       this.store.setIndexPending(true);
       // A run in progress keeps its lease alarm, which retries; a drive re-arms when it ends.
       const inProgress = run.status === "running" || run.status === "queued";

@@ -24,6 +24,23 @@ export function log(configured: string | undefined, level: LogLevel, event: stri
   else console.log(line);
 }
 
+/**
+ * The deployment's LOG_LEVEL for code with no `env` at hand (provider clients, Durable Object
+ * helpers, the parser and sandbox hosts). Every entry point sets it from its env (the access-log
+ * middleware, each Durable Object's constructor); all of one deployment's entry points share one
+ * value, and before any has run the default applies.
+ */
+let isolateLevel: string | undefined;
+
+export function setIsolateLogLevel(configured: string | undefined): void {
+  isolateLevel = configured;
+}
+
+/** A log line at the level the isolate's entry point configured (see setIsolateLogLevel). */
+export function logEvent(level: LogLevel, event: string, fields: Record<string, unknown>): void {
+  log(isolateLevel, level, event, fields);
+}
+
 /** "Name: message" for an error and each `cause` under it (at most 5), so a log line says why, not only what. */
 export function causeChain(error: unknown): string[] {
   const chain: string[] = [];

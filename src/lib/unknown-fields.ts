@@ -9,7 +9,7 @@ import { tryParseJson } from "./body";
  */
 export const MAX_WARNINGS = 20;
 
-interface Def {
+export interface Def {
   type: string;
   innerType?: z.ZodType;
   in?: z.ZodType;
@@ -18,12 +18,15 @@ interface Def {
   shape?: Record<string, z.ZodType>;
   catchall?: z.ZodType;
   getter?: () => z.ZodType;
+  options?: readonly z.ZodType[];
+  left?: z.ZodType;
+  right?: z.ZodType;
 }
 
-const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
+export const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
 /** The schema that actually reads the value: through optional, default, preprocess and the like. */
-function unwrap(schema: z.ZodType): z.ZodType {
+export function unwrap(schema: z.ZodType): z.ZodType {
   let current = schema;
   for (let i = 0; i < 20; i++) {
     const def = defOf(current);

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
 import type { AppBindings } from "../env";
-import { log } from "../lib/log";
+import { log, setIsolateLogLevel } from "../lib/log";
 
 /**
  * One line per request: id, method, route pattern (never the raw path, which may carry ids or
@@ -11,6 +11,7 @@ import { log } from "../lib/log";
  */
 export const accessLog: MiddlewareHandler<AppBindings> = async (c, next) => {
   const started = Date.now();
+  setIsolateLogLevel(c.env.LOG_LEVEL);
   await next();
   const status = c.res.status;
   log(c.env.LOG_LEVEL, status >= 500 ? "error" : "info", "request", {

@@ -1,6 +1,7 @@
 import { AppError, badRequest } from "../lib/errors";
 import { EgressError, egressFetch, type FetchLike } from "../lib/egress";
 import { BlockedUrlError, type UrlRules } from "../lib/ssrf-guard";
+import { logEvent } from "../lib/log";
 
 export type { FetchLike };
 
@@ -128,7 +129,7 @@ async function failedStatus(t: ProviderTransport, response: Response): Promise<s
   const body = await response.text().catch(() => "");
   const hint = STATUS_HINTS[response.status];
   const reason = `HTTP ${response.status}${hint ? ` (${hint})` : ""}`;
-  console.warn(JSON.stringify({ event: "provider_status", provider: t.provider, connection: t.connection, status: response.status, upstream: scrub(body, t.secrets).replace(/\s+/g, " ").slice(0, MAX_ERROR_DETAIL) }));
+  logEvent("warn", "provider_status", { provider: t.provider, connection: t.connection, status: response.status, upstream: scrub(body, t.secrets).replace(/\s+/g, " ").slice(0, MAX_ERROR_DETAIL) });
   return reason;
 }
 
@@ -162,7 +163,7 @@ export async function send(t: ProviderTransport, url: string, init: RequestInit,
   }
   const error = providerFailed(t, lastReason);
   // The log names the provider and the scrubbed reason only; keys never reach it.
-  console.warn(JSON.stringify({ event: "provider_failed", provider: t.provider, connection: t.connection, message: error.message }));
+  logEvent("warn", "provider_failed", { provider: t.provider, connection: t.connection, message: error.message });
   throw error;
 }
 

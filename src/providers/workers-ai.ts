@@ -2,6 +2,7 @@ import { providerFailed, joinUrl, send, sendJson, type ProviderTransport } from 
 import { readSse } from "./sse";
 import type { ChatMessage, ChatModel, ChatRequest, ChatResult, ChatStreamEvent, Embedder, Reranker, RerankResult, ToolCall, Transcriber, TokenUsage } from "./types";
 import { normalize, parseArguments } from "./usage";
+import { logEvent } from "../lib/log";
 
 /**
  * The part of the Workers AI binding (`env.AI`) Loom uses. The real binding satisfies it
@@ -65,7 +66,7 @@ export class BindingRunner implements AiRunner {
       }
     }
     const failure = providerFailed(t, reason);
-    console.warn(JSON.stringify({ event: "provider_failed", provider: t.provider, connection: t.connection, message: failure.message }));
+    logEvent("warn", "provider_failed", { provider: t.provider, connection: t.connection, message: failure.message });
     throw failure;
   }
 }

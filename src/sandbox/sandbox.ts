@@ -4,6 +4,7 @@ import micropython from "./generated/micropython.wasm";
 import { GUEST_JAVASCRIPT, GUEST_PYTHON, GUEST_VERSION } from "./generated/guest-bundle";
 import { runTask } from "./engine";
 import { failure, type SandboxLimits, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
+import { causeChain, logEvent } from "../lib/log";
 
 export type { SandboxLanguage, SandboxLimits, SandboxOutcome, SandboxTask } from "./sandbox.types";
 
@@ -112,7 +113,7 @@ async function runInDynamicWorker(loader: WorkerLoader, task: SandboxTask, tenan
   } catch (error) {
     // Past the deadline the platform's CPU limit may have ended the guest: that is the timeout too.
     if (Date.now() - started > limit) return timedOut;
-    console.error("sandbox worker failed", error);
+    logEvent("error", "sandbox_worker_failed", { cause: causeChain(error) });
     return crashed();
   } finally {
     clearTimeout(timer);

@@ -5,6 +5,7 @@ import type { AppBindings } from "../../src/env";
 import { renderError } from "../../src/lib/render-error";
 import { requestId } from "../../src/middleware/request-id";
 import { accessLog } from "../../src/middleware/access-log";
+import { logEvent, setIsolateLogLevel } from "../../src/lib/log";
 import { bearer, callWith, json, seedOrg } from "../helpers";
 
 type Line = Record<string, unknown>;
@@ -30,7 +31,7 @@ afterEach(() => vi.restoreAllMocks());
 describe("logging: one structured line per request, one per failure", () => {
   it("logs request id, method, route pattern, status, ms and organization, and never the credential", async () => {
     const org = await seedOrg();
-    const created = await callWith({ LOG_LEVEL: "info" }, "/v1/knowledge-base", json({ name: "logged" }, bearer(org.owner.apiKey)));
+    const created = await callWith({}, "/v1/knowledge-base", json({ name: "logged" }, bearer(org.owner.apiKey)));
     const { id } = (await created.json()) as { id: string };
     let response: Response | undefined;
     const { lines, raw } = await captured(async () => {
@@ -51,6 +52,22 @@ describe("logging: one structured line per request, one per failure", () => {
     expect(quiet.lines.filter((line) => line.event === "request")).toEqual([]);
     const loud = await captured(() => callWith({ LOG_LEVEL: "debug" }, "/v1/knowledge-bases", { headers: bearer(org.owner.apiKey) }));
     expect(loud.lines.filter((line) => line.event === "request")).toHaveLength(1);
+  });
+
+  it("failures logged where no env is at hand (provider clients, pipeline nodes, the parser host) follow LOG_LEVEL too", async () => {
+    const org = await seedOrg();
+    try {
+      // Each entry point sets the isolate's level from its env: here a request with LOG_LEVEL=error.
+      await callWith({ LOG_LEVEL: "error" }, "/v1/knowledge-bases", { headers: bearer(org.owner.apiKey) });
+      const below = await captured(async () => logEvent("warn", "provider_failed", { provider: "openai" }));
+      expect(below.raw).toBe("");
+      const at = await captured(async () => logEvent("error", "pipeline_node_failed", { cause: ["Error: x"] }));
+      expect(at.lines).toEqual([{ level: "error", event: "pipeline_node_failed", cause: ["Error: x"] }]);
+      setIsolateLogLevel("off");
+      expect((await captured(async () => logEvent("error", "pipeline_node_failed", {}))).raw).toBe("");
+    } finally {
+      setIsolateLogLevel(env.LOG_LEVEL);
+    }
   });
 
   it("an unexpected error logs its cause chain and answers a reference the log can be searched by", async () => {

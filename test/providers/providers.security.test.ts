@@ -7,6 +7,7 @@ import type { AppBindings } from "../../src/env";
 import { chatModelFor, embedderFor, rerankerFor } from "../../src/providers/registry";
 import { connect, instant } from "./connect";
 import { FakeNetwork, anthropicMessage, captureConsole, chunked, cohereRerank, collect, openAiCompletion, sse } from "./fake-providers";
+import { setIsolateLogLevel } from "../../src/lib/log";
 
 const CANARY = "sk-CANARY-7f3a9c2e5b1d4088";
 
@@ -17,7 +18,8 @@ async function rendered(error: unknown): Promise<{ status: number; body: string 
   app.get("/v1/probe", () => {
     throw error;
   });
-  const response = await app.request("/v1/probe");
+  // The tests' LOG_LEVEL (off unless set): the failure line is expected, not worth printing.
+  const response = await app.request("/v1/probe", {}, env);
   return { status: response.status, body: await response.text() };
 }
 
@@ -59,11 +61,14 @@ describe("providers: secrets reach only their own provider", () => {
       .on("https://api.anthropic.com/", () => chunked([sse([{ event: "error", data: { type: "error", error: { type: "api_error", message: `bad key ${CANARY}` } } }])]));
 
     // One at a time: each capture swaps the console, so overlapping captures would miss lines.
+    // Tests run with LOG_LEVEL off; the failure lines are raised here so their content is checked.
+    setIsolateLogLevel("warn");
     const attempts = [
       await captureConsole(async () => (await chatModelFor(env, org, "openai/gpt-4o", { fetch: net.fetch, ...instant })).complete({ messages: [{ role: "user", content: "q" }] })),
       await captureConsole(async () => (await embedderFor(env, org, "openai", { fetch: net.fetch, ...instant })).embed(["x"])),
       await captureConsole(async () => collect((await chatModelFor(env, org, "claude", { fetch: net.fetch, ...instant })).stream({ messages: [{ role: "user", content: "q" }] }))),
     ];
+    setIsolateLogLevel(env.LOG_LEVEL);
     for (const attempt of attempts) {
       const { status, body } = await rendered(attempt.error);
       expect(status).toBe(502);

@@ -8,6 +8,7 @@ import { conversationNameFrom } from "./history-budget";
 import { conversationStub, createConversation, findConversation, recordTurn, type ConversationActor, type ConversationRow } from "./conversations.service";
 import type { RunInput } from "./chatbots.schemas";
 import { knowledgeScope, type KnowledgeScope } from "./chatbot-filter";
+import { causeChain, logEvent } from "../../lib/log";
 
 /** Tokens of earlier messages given to the model with each turn. */
 export const HISTORY_TOKEN_BUDGET = 3000;
@@ -72,7 +73,7 @@ export async function prepareRun(env: Env, services: ChatbotServices, chatbot: C
 
 function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
-  console.error(JSON.stringify({ level: "error", where: "chatbot.answer", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
+  logEvent("error", "chatbot_answer_failed", { cause: causeChain(error) });
   return new AppError("internal", "the chatbot failed to answer");
 }
 

@@ -14,6 +14,7 @@ import { executeRun, prepareRun } from "./chatbot-run";
 import { conversationNameFrom } from "./history-budget";
 import { createConversation, findChannelConversation } from "./conversations.service";
 import { checkWorkspaceRequest, escapeXml, verifyTelephonySignature } from "./webhook-signatures";
+import { causeChain, log } from "../../lib/log";
 
 /** A reply's answer is a few bytes of JSON; anything past this is not the workspace API. */
 const MAX_WORKSPACE_REPLY_BYTES = 64 * 1024;
@@ -91,7 +92,7 @@ export async function handleTelephonyWebhook(env: Env, services: ChatbotServices
   try {
     answer = await answerOnChannel(env, services, chatbot, "telephony", from, text);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", where: "chatbot.telephony", chatbotId, error: error instanceof Error ? error.message : String(error) }));
+    log(env.LOG_LEVEL, "error", "chatbot_telephony_failed", { chatbot_id: chatbotId, cause: causeChain(error) });
     answer = "Sorry, I could not answer that right now.";
   }
   return xml(isCall ? `<Say>${escapeXml(answer)}</Say>${gather}` : `<Message>${escapeXml(answer)}</Message>`);
@@ -157,7 +158,7 @@ export async function handleWorkspaceWebhook(
       try {
         reply = await answerOnChannel(env, services, chatbot, "chatworkspace", `${body.team_id ?? "-"}:${channel}`, text);
       } catch (error) {
-        console.error(JSON.stringify({ level: "error", where: "chatbot.chatworkspace", chatbotId, error: error instanceof Error ? error.message : String(error) }));
+        log(env.LOG_LEVEL, "error", "chatbot_chatworkspace_failed", { chatbot_id: chatbotId, cause: causeChain(error) });
         reply = "Sorry, I could not answer that right now.";
       }
       // Checked again here, not only when saved: a stored URL from before the allow-list must not get the token.
@@ -171,8 +172,8 @@ export async function handleWorkspaceWebhook(
         { rules: { allowHosts: WORKSPACE_API_HOSTS }, maxBytes: MAX_WORKSPACE_REPLY_BYTES, timeoutMs: WORKSPACE_TIMEOUT_MS, fetch: services.fetch },
       );
       await response.body?.cancel();
-      if (!response.ok) console.error(JSON.stringify({ level: "error", where: "chatbot.chatworkspace.post", chatbotId, status: response.status }));
-    })().catch((error: unknown) => console.error(JSON.stringify({ level: "error", where: "chatbot.chatworkspace.post", chatbotId, error: error instanceof Error ? error.message : "failed" }))),
+      if (!response.ok) log(env.LOG_LEVEL, "warn", "chatbot_chatworkspace_post_failed", { chatbot_id: chatbotId, status: response.status });
+    })().catch((error: unknown) => log(env.LOG_LEVEL, "warn", "chatbot_chatworkspace_post_failed", { chatbot_id: chatbotId, cause: causeChain(error) })),
   );
   return { ok: true };
 }

@@ -6,6 +6,7 @@ import type { VectorStore } from "./vector-store";
 import type { KeywordScorer } from "./keyword-scorer";
 import type { Scored } from "./hybrid-search";
 import { applyLimits, fuseHalves, fuseQueries, keepTopGroups, needsShaping, pageKey, type RankedChunk, type RetrieveRequest, type RetrieveResult, type StoredChunk } from "./retrieval";
+import { causeChain, logEvent } from "../../lib/log";
 
 /** SQLite bound parameters per statement, kept well under the limit. */
 const IN_BATCH = 90;
@@ -96,7 +97,7 @@ export class ChunkRetriever {
       };
       return this.keywords.scoreStems(expandWithFeedback(query, docs, idf), topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
     } catch (error) {
-      console.error(JSON.stringify({ level: "warn", what: "in-memory BM25 failed; using FTS5 rank", error: error instanceof Error ? error.message : String(error) }));
+      logEvent("warn", "keyword_scorer_failed", { fallback: "FTS5 rank", cause: causeChain(error) });
       const where = filter ? filterToSql(filter) : undefined;
       return this.sql
         .exec<{ rowid: number; score: number }>(

@@ -5,6 +5,7 @@ import { extractText, type ExtractedText, type FileKind } from "../extract-text"
 import { PARSER_ASSET, PARSER_VERSION } from "./generated/parser-bundle";
 import type { ParserAnswer } from "./parser-guest";
 import { ExtractionError } from "./parse-limits";
+import { causeChain, log } from "../../../lib/log";
 
 /**
  * Where a file's text is read. Formats whose work is not bounded by the upload's size (PDF
@@ -53,7 +54,7 @@ export async function readDocumentText(env: Env, orgId: string, kind: FileKind, 
   } catch (error) {
     if (error instanceof ExtractionError) throw error;
     // The isolate was stopped (CPU budget, its 128 MB of memory) or could not start.
-    console.error("document parser failed", error);
+    log(env.LOG_LEVEL, "warn", "document_parser_failed", { org_id: orgId, kind, cause: causeChain(error) });
     throw new ExtractionError(`the ${LABEL[kind]} file could not be read within the parser's limits (${cpuMs} ms of CPU, KB_PARSE_CPU_MS; 128 MB of memory)`);
   }
 }
