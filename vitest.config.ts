@@ -52,13 +52,21 @@ function fakeWebWorker() {
 }
 const fakeWebBindings = { WEB_FETCHER: { name: "fake-web", entrypoint: "FakeWeb" }, FAKE_WEB: { name: "fake-web", entrypoint: "FakeWebControl" } };
 
+/**
+ * workerd's own "uncaught exception" lines: the durability tests crash Durable Objects on purpose
+ * (state.abort("simulated crash")), and workerd then reports each broken output gate, unlabelled,
+ * on stderr. What a test must notice fails its assertions; the lines only buried the report.
+ * WORKERD_VERBOSE=1 npm test shows them again.
+ */
+const verbose = process.env.WORKERD_VERBOSE === "1";
+
 const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000 };
 
 export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
+        plugins: [cloudflareTest({ verbose, wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
         test: { name: "loom", include: ["test/**/*.test.ts"], ...common },
       },
       {
@@ -66,6 +74,7 @@ export default defineConfig({
         // "vectorize") instead of Loom's own: the production option, end to end through the Worker.
         plugins: [
           cloudflareTest({
+            verbose,
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               bindings: { ...bindings, KB_VECTOR_BACKEND: "vectorize" },
