@@ -6,11 +6,18 @@
 // The name carries the table's hash, so a Worker never reads a table it was not built with.
 // It writes src/providers/generated/static-use-asset.ts with that name and the table's size.
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 
 const root = new URL("../", import.meta.url);
 const table = new URL("src/providers/generated/static-use.bin", root);
 const assets = new URL("public/_loom/", root);
+if (!existsSync(table)) {
+  // Same policy as distill-embeddings.mjs: a production install (--omit=dev) cannot build the
+  // table, and installing must not fail for that; building, testing or starting must.
+  const postinstall = process.env.npm_lifecycle_event === "postinstall";
+  console[postinstall ? "warn" : "error"]("build:embedding-asset: no embedding table at src/providers/generated/static-use.bin (npm run build:embeddings makes it)");
+  process.exit(postinstall ? 0 : 1);
+}
 const bytes = readFileSync(table);
 const hash = createHash("sha256").update(bytes).digest("hex").slice(0, 16);
 const name = `static-use-256.${hash}.bin`;
