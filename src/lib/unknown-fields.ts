@@ -19,6 +19,7 @@ export interface Def {
   catchall?: z.ZodType;
   getter?: () => z.ZodType;
   options?: readonly z.ZodType[];
+  valueType?: z.ZodType;
   left?: z.ZodType;
   right?: z.ZodType;
 }

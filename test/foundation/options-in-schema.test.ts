@@ -1,6 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { DEFINITION_FORMATS } from "../../src/features/pipelines/pipeline-definition-body";
 import { defOf, unwrap } from "../../src/lib/unknown-fields";
 import { openApiDoc, type JsonSchema, type OpenApiDoc } from "./openapi-contract";
 
@@ -19,6 +20,17 @@ interface RouteEntry {
   body?: z.ZodType;
   query?: z.ZodType;
 }
+
+/**
+ * Bodies whose schema picks a format by the body's shape at run time (opaque to a walker): the
+ * formats it picks from, which is what the handler reads.
+ */
+const FORMATS_OF: Record<string, z.ZodType[]> = {
+  "post /v1/pipeline": [DEFINITION_FORMATS.PipelineCreateBody, DEFINITION_FORMATS.EditorPipelineBody],
+  "post /v1/update/pipeline/{id}": [DEFINITION_FORMATS.PipelineUpdateBody, DEFINITION_FORMATS.EditorPipelineUpdateBody],
+};
+
+const bodySchemas = (route: RouteEntry): z.ZodType[] => FORMATS_OF[`${route.method} ${route.path}`] ?? (route.body ? [route.body] : []);
 
 function registeredRoutes(): RouteEntry[] {
   const app = createApp();
@@ -59,7 +71,13 @@ function acceptedFields(schema: z.ZodType): { fields: Set<string>; freeForm: Set
         if (def.left) walk(def.left, path, depth + 1);
         if (def.right) walk(def.right, path, depth + 1);
         break;
-      case "record":
+      case "record": {
+        // Keyed by the caller's names (node ids, input names): its values are walked as `path.*`.
+        const value = def.valueType ? defOf(unwrap(def.valueType)).type : "unknown";
+        if (value === "unknown" || value === "any") freeForm.add(path);
+        else if (def.valueType) walk(def.valueType, `${path}.*`, depth + 1);
+        break;
+      }
       case "unknown":
       case "any":
         freeForm.add(path);
@@ -84,6 +102,7 @@ function documentedFields(doc: OpenApiDoc, schema: JsonSchema): Set<string> {
       walk(member, child, depth + 1);
     }
     if (node.items) walk(node.items as JsonSchema, `${path}[]`, depth + 1);
+    if (typeof node.additionalProperties === "object") walk(node.additionalProperties as JsonSchema, `${path}.*`, depth + 1);
   };
   walk(schema, "", 0);
   return fields;
@@ -117,9 +136,8 @@ const FREE_FORM_DATA: Record<string, string> = {
   has_bot_token: "read-only, ignored",
   bot_token_last_four: "read-only, ignored",
   "(body)": "a pipeline run's file inputs: top-level multipart parts named after the input",
-  // Not walked: the definition body picks Loom's or the editor's schema by the shape of `nodes`
-  // (pipeline-definition-body.ts), so its fields are checked by those schemas, not here.
-  "": "a pipeline definition, in Loom's or the editor's format",
+  canvas_metadata: "the pipeline editor's canvas layout, stored and answered back as sent",
+  cyclic_inputs: "the editor's loop inputs: accepted only empty (a 400 otherwise, Loom runs acyclic graphs)",
 };
 
 describe("every option the server reads is in /openapi.json", () => {
@@ -139,7 +157,7 @@ describe("every option the server reads is in /openapi.json", () => {
         const content = (operation.requestBody as { content?: Record<string, { schema: JsonSchema }> } | undefined)?.content ?? {};
         const documented = new Set<string>();
         for (const media of Object.values(content)) for (const field of documentedFields(doc, media.schema)) documented.add(field);
-        for (const field of acceptedFields(route.body).fields) {
+        for (const field of bodySchemas(route).flatMap((schema) => [...acceptedFields(schema).fields])) {
           checked += 1;
           if (!documented.has(field)) missing.push(`${route.method.toUpperCase()} ${route.path}: body ${field}`);
         }
@@ -160,7 +178,7 @@ describe("every option the server reads is in /openapi.json", () => {
     const unexplained: string[] = [];
     for (const route of registeredRoutes()) {
       if (!route.body) continue;
-      for (const spot of acceptedFields(route.body).freeForm) {
+      for (const spot of bodySchemas(route).flatMap((schema) => [...acceptedFields(schema).freeForm])) {
         const name = spot.replace(/\[\]$/, "").split(".").pop() ?? spot;
         if (!Object.hasOwn(FREE_FORM_DATA, name)) unexplained.push(`${route.method.toUpperCase()} ${route.path}: ${spot}`);
       }

@@ -8,7 +8,7 @@ import type { PipelineDefinition } from "./pipelines.service";
  * (`nodes` an object keyed by node id). The shape of `nodes` picks the schema, so each format's
  * errors name its own fields rather than a union's "invalid input".
  */
-function definitionBody<L extends z.ZodType, E extends z.ZodType>(loom: L, editor: E, name: string) {
+function definitionBody<L extends z.ZodType, E extends z.ZodType>(loom: L, editor: E, name: string, formats: [string, string]) {
   return z
     .unknown()
     .transform((value, ctx) => {
@@ -23,11 +23,16 @@ function definitionBody<L extends z.ZodType, E extends z.ZodType>(loom: L, edito
     .openapi(name, {
       description:
         "Loom's format `{name, description?, nodes: [{id, type, config}], edges, max_steps?, node_timeout_seconds?}`, or the editor format `{name, nodes: {<node id>: {id, name, type, inputs, outputs, task_name, execution_mode}}, canvas_metadata, inputs, outputs}`.",
+      // The shape of `nodes` picks one; both are documented, so a client sees every field.
+      oneOf: formats.map((format) => ({ $ref: `#/components/schemas/${format}` })),
     });
 }
 
-export const PipelineCreateRequest = definitionBody(PipelineCreateBody, EditorPipelineBody, "PipelineCreateRequest");
-export const PipelineUpdateRequest = definitionBody(PipelineUpdateBody, EditorPipelineUpdateBody, "PipelineUpdateRequest");
+/** Both formats as named components (registered by pipelines.routes.ts), which the bodies' `oneOf` names. */
+export const DEFINITION_FORMATS = { PipelineCreateBody, EditorPipelineBody, PipelineUpdateBody, EditorPipelineUpdateBody } as const;
+
+export const PipelineCreateRequest = definitionBody(PipelineCreateBody, EditorPipelineBody, "PipelineCreateRequest", ["PipelineCreateBody", "EditorPipelineBody"]);
+export const PipelineUpdateRequest = definitionBody(PipelineUpdateBody, EditorPipelineUpdateBody, "PipelineUpdateRequest", ["PipelineUpdateBody", "EditorPipelineUpdateBody"]);
 
 type Parsed = z.output<typeof PipelineUpdateRequest> | z.output<typeof PipelineCreateRequest>;
 

@@ -15,13 +15,14 @@ import {
   PipelineRunsQuery,
 } from "./pipelines.schemas";
 import { createPipeline, deletePipeline, fetchPipeline, listPipelines, updatePipeline } from "./pipelines.service";
-import { PipelineCreateRequest, PipelineUpdateRequest, toDefinition } from "./pipeline-definition-body";
+import { DEFINITION_FORMATS, PipelineCreateRequest, PipelineUpdateRequest, toDefinition } from "./pipeline-definition-body";
 import { getRunStatus, listRuns, pauseRun, resumeRuns, terminateRun } from "./pipeline-run-control";
 import { bulkRunPipeline, runAnswer, startPipelineRun, streamRun, withFileParts } from "./pipeline-runs.service";
 
 export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
   const tags = ["Pipelines"];
   const base = { group: "A" as const, auth: "api_key" as const, tags };
+  for (const [name, schema] of Object.entries(DEFINITION_FORMATS)) app.openAPIRegistry.register(name, schema);
 
   defineRoute(
     app,
