@@ -159,7 +159,8 @@ if (!rateLimits) {
 }
 
 // Miniflare wants the bundle as an explicit module list: index.js plus the files it imports
-// (the embedding table as Data, the sandbox .wasm as CompiledWasm), each typed by the first
+// (the sandbox .wasm as CompiledWasm; the embedding table and the parser module are static
+// assets under public/_loom/, not modules), each typed by the first
 // wrangler.toml/default rule whose glob matches, as wrangler itself types them.
 function bundleModules() {
   const modules = [{ type: "ESModule", path: path.join(outdir, "index.js") }];
