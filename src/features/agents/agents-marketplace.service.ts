@@ -97,5 +97,5 @@ export async function removeImported(env: Env, auth: AuthContext, agentId: strin
 
 export async function listHistory(env: Env, auth: AuthContext) {
   const rows = await database(env).select().from(agentHistory).where(eq(agentHistory.userId, auth.userId)).orderBy(desc(agentHistory.createdAt), desc(sql`rowid`)).limit(200);
-  return rows.map((r) => ({ _id: r.id, agentId: r.agentId, agentName: r.agentName, action: r.action, createdAt: r.createdAt }));
+  return rows.map((r) => ({ _id: r.id, agentId: r.agentId, agentName: r.agentName, action: r.action, runId: r.runId ?? null, createdAt: r.createdAt }));
 }
