@@ -25,6 +25,14 @@ function failureText(error: unknown): string {
   return "internal error while running the tool";
 }
 
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const fail = () => reject(new NodeFailure("the call was cancelled"));
+    if (signal.aborted) fail();
+    else signal.addEventListener("abort", fail, { once: true });
+  });
+}
+
 /**
  * One agent run: the tool-calling loop (model turn, tool calls, tool results, next turn ...)
  * with its conversation persisted after every step. A restarted object resumes after the last
@@ -53,6 +61,10 @@ export class AgentRunObject extends DurableObject<Env> {
   async start(init: AgentRunInit): Promise<AgentRunView> {
     if (!this.store.run()) {
       this.store.create(init, Date.now());
+      if (init.startDelayMs !== undefined) {
+        await this.ctx.storage.setAlarm(Date.now() + init.startDelayMs);
+        return this.view();
+      }
       await this.ctx.storage.setAlarm(Date.now() + (init.leaseMs ?? LEASE_MS));
       void this.drive();
     }
@@ -241,7 +253,9 @@ export class AgentRunObject extends DurableObject<Env> {
       else {
         try {
           const run = this.store.run() as AgentRunRecord;
-          content = await executeTool(presented, call, { env: this.env, auth: run.init.toolAuth, services: this.deps.services, signal, runChildAgent: (id, input, c, s) => this.runChild(run, id, input, c, s) });
+          const execution = executeTool(presented, call, { env: this.env, auth: run.init.toolAuth, services: this.deps.services, signal, runChildAgent: (id, input, c, s) => this.runChild(run, id, input, c, s) });
+          // A tool that ignores the signal still cannot hold the run past its wall time.
+          content = await Promise.race([execution, whenAborted(signal)]);
         } catch (error) {
           if (signal.aborted) throw error;
           [content, isError] = [`the tool failed: ${failureText(error)}`, true];

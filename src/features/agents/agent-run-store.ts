@@ -25,6 +25,8 @@ export interface AgentRunInit {
   depth: number;
   /** Tests and the bench shorten the lease; production leaves it unset. */
   leaseMs?: number;
+  /** A background run: started by the object's alarm after this delay instead of at once. */
+  startDelayMs?: number;
 }
 
 export interface ToolResult {
