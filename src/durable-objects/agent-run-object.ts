@@ -152,6 +152,8 @@ export class AgentRunObject extends DurableObject<Env> {
   private async loop(): Promise<void> {
     const first = this.store.run();
     if (!first || first.status !== "running") return this.armAlarm();
+    // The lease: if this instance dies mid-step, this alarm continues the run in a fresh one.
+    await this.ctx.storage.setAlarm(Date.now() + (first.init.leaseMs ?? LEASE_MS));
     const remaining = first.init.definition.limits.wallSeconds * 1000 - first.activeMs - (Date.now() - first.resumedAt);
     this.controller = new AbortController();
     const timer = setTimeout(() => this.controller?.abort(), Math.max(0, remaining));
