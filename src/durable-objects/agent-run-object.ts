@@ -5,9 +5,9 @@ import type { ChatMessage, ChatModel, ChatResult, ToolCall } from "../providers/
 import { answerOutputName } from "../features/agents/agent-definition";
 import { agentChatModel } from "../features/agents/agent-models";
 import { agentRunDepsProvider, type AgentRunDeps } from "../features/agents/agent-run-deps";
-import { AGENT_RUN_FINISHED, AGENT_RUN_SETTLED, AgentRunStore, openCalls, type AgentRunInit, type AgentRunRecord, type Decision, type PendingCall } from "../features/agents/agent-run-store";
+import { AGENT_RUN_FINISHED, AGENT_RUN_SETTLED, AgentRunStore, openCalls, pendingCalls, type AgentRunInit, type AgentRunRecord, type Decision, type PendingCall } from "../features/agents/agent-run-store";
 import { runEventsStream, runView, systemPrompt, userPrompt, type AgentRunEvent, type AgentRunView } from "../features/agents/agent-run-view";
-import { executeTool, presentTools, type PresentedTool } from "../features/agents/agent-tools";
+import { executeTool, failureText, presentTools, whenAborted, type PresentedTool } from "../features/agents/agent-tools";
 import { NodeFailure } from "../features/pipelines/pipeline-services";
 
 export type { AgentRunView } from "../features/agents/agent-run-view";
@@ -17,21 +17,6 @@ type AgentRunActionResult = { ok: true; run: AgentRunView } | { ok: false; statu
 const LEASE_MS = 60_000;
 const INDEX_RETRY_MS = 30_000;
 export const REFUSED_RESULT = "The user refused this tool call. Do not try it again; answer without it.";
-
-function failureText(error: unknown): string {
-  if (error instanceof NodeFailure || error instanceof AppError) return error.message;
-  if (error instanceof Error && error.name === "AbortError") return "the call was cancelled";
-  console.error(JSON.stringify({ level: "error", where: "agent tool", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
-  return "internal error while running the tool";
-}
-
-function whenAborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    const fail = () => reject(new NodeFailure("the call was cancelled"));
-    if (signal.aborted) fail();
-    else signal.addEventListener("abort", fail, { once: true });
-  });
-}
 
 /**
  * One agent run: the tool-calling loop (model turn, tool calls, tool results, next turn ...)
@@ -45,6 +30,8 @@ export class AgentRunObject extends DurableObject<Env> {
   private driving: Promise<void> | null = null;
   private controller: AbortController | null = null;
   private tools: PresentedTool[] | null = null;
+  /** Resolved once per drive (connection lookup and key decryption), dropped when the drive ends. */
+  private model: ChatModel | null = null;
   private readonly listeners = new Set<(event: AgentRunEvent | null) => void>();
   /** Callers of waitUntilSettled: woken on every change, but they do not ask for tokens. */
   private readonly waiters = new Set<() => void>();
@@ -171,6 +158,7 @@ export class AgentRunObject extends DurableObject<Env> {
     } finally {
       clearTimeout(timer);
       this.controller = null;
+      this.model = null;
     }
     await this.syncIndex();
     await this.armAlarm();
@@ -218,7 +206,8 @@ export class AgentRunObject extends DurableObject<Env> {
       this.finish("failed", `run used ${run.inputTokens + run.outputTokens} tokens, its token budget is ${definition.limits.tokenBudget} (token_budget)`, null);
       return false;
     }
-    const model = await agentChatModel(this.env, run.init.toolAuth, definition, this.deps.providers);
+    this.model ??= await agentChatModel(this.env, run.init.toolAuth, definition, this.deps.providers);
+    const model = this.model;
     const result = await this.ask(model, [this.system(run), this.user(run), ...messages], tools, signal);
     if (signal.aborted) throw new Error("wall time");
     const known = new Set(tools.map((t) => t.definition.name));
@@ -280,19 +269,8 @@ export class AgentRunObject extends DurableObject<Env> {
     return this.tools;
   }
 
-  /** Calls of the open turn that wait for a person: unanswered questions, unapproved tools. */
   private pending(run: AgentRunRecord): PendingCall[] {
-    const results = this.store.results();
-    const decisions = this.store.decisions();
-    const byName = new Map(run.init.definition.tools.map((t) => [t.callName, t]));
-    const out: PendingCall[] = [];
-    for (const call of openCalls(this.store.messages())) {
-      const tool = byName.get(call.name);
-      if (!tool || results.has(call.id) || decisions.has(call.id)) continue;
-      if (tool.kind === "ask_user") out.push({ id: call.id, name: call.name, arguments: call.arguments, waiting: "question" });
-      else if (tool.requiresApproval) out.push({ id: call.id, name: call.name, arguments: call.arguments, waiting: "approval" });
-    }
-    return out;
+    return pendingCalls(run, this.store.messages(), this.store.results(), this.store.decisions());
   }
 
   private system(run: AgentRunRecord): ChatMessage {

@@ -169,3 +169,16 @@ export function openCalls(messages: ChatMessage[]): ToolCall[] {
   const last = messages[messages.length - 1];
   return last?.role === "assistant" && last.toolCalls?.length ? last.toolCalls : [];
 }
+
+/** Calls of the open turn that wait for a person: unanswered questions, unapproved tools. */
+export function pendingCalls(run: AgentRunRecord, messages: ChatMessage[], results: Map<string, ToolResult>, decisions: Map<string, Decision>): PendingCall[] {
+  const byName = new Map(run.init.definition.tools.map((t) => [t.callName, t]));
+  const out: PendingCall[] = [];
+  for (const call of openCalls(messages)) {
+    const tool = byName.get(call.name);
+    if (!tool || results.has(call.id) || decisions.has(call.id)) continue;
+    if (tool.kind === "ask_user") out.push({ id: call.id, name: call.name, arguments: call.arguments, waiting: "question" });
+    else if (tool.requiresApproval) out.push({ id: call.id, name: call.name, arguments: call.arguments, waiting: "approval" });
+  }
+  return out;
+}

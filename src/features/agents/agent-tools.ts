@@ -141,3 +141,18 @@ export async function executeTool(presented: PresentedTool, call: ToolCall, ctx:
       throw new NodeFailure("ask_user is answered by the user");
   }
 }
+
+export function failureText(error: unknown): string {
+  if (error instanceof NodeFailure || error instanceof AppError) return error.message;
+  if (error instanceof Error && error.name === "AbortError") return "the call was cancelled";
+  console.error(JSON.stringify({ level: "error", where: "agent tool", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
+  return "internal error while running the tool";
+}
+
+export function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const fail = () => reject(new NodeFailure("the call was cancelled"));
+    if (signal.aborted) fail();
+    else signal.addEventListener("abort", fail, { once: true });
+  });
+}
