@@ -116,3 +116,41 @@ describe("agent records: documented failures", () => {
     expect(resume).toMatchObject({ status: 409, body: { status: "failed", error: `run ${String(notPaused.body.run_id)} is completed, not paused` } });
   });
 });
+
+describe("agent runs: nesting and ending", () => {
+  it("agents calling agents in a cycle stop at the depth bound, and the bound's error reaches the model", async () => {
+    const org = await seedOrg();
+    await withOpenAi(org);
+    const net = scriptedOpenAi((request) => {
+      const result = ((request.json?.messages ?? []) as Body[]).find((m) => m.role === "tool");
+      return result ? { text: `got: ${String(result.content)}` } : { calls: [{ name: "next", arguments: { input: "go on" } }] };
+    });
+    restore = useAgentDeps(() => ({ providers: { fetch: net.fetch } }));
+    const a = await createAgent(org.owner.apiKey, { name: "cycle-a", llm_client_key: openAiKey });
+    const b = await createAgent(org.owner.apiKey, { llm_client_key: openAiKey, tools: { n: tool("agent", a, { name: "next" }) } });
+    expect((await v1(org.owner.apiKey, "POST", `/v1/update/agent/${a}`, { name: "cycle-a", llm_client_key: openAiKey, inputs: { i: { name: "question" } }, tools: { n: tool("agent", b, { name: "next" }) } })).status).toBe(200);
+    const { body } = await run(org.owner.apiKey, a, { inputs: { question: "loop" } });
+    expect(body.status).toBe("success");
+    expect(String((body.outputs as Body).output ?? (body.outputs as Body).answer)).toContain("agents may call other agents at most 3 deep");
+    // Four runs: a (depth 0), b (1), a (2), b (3); the fifth was refused.
+    const runsOfA = (await v1(org.owner.apiKey, "GET", `/v1/agent/${a}/runs`)).body.runs as Body[];
+    const runsOfB = (await v1(org.owner.apiKey, "GET", `/v1/agent/${b}/runs`)).body.runs as Body[];
+    expect([runsOfA.length, runsOfB.length]).toEqual([2, 2]);
+  });
+
+  it("terminate ends a paused run; a second terminate is a 409", async () => {
+    const org = await seedOrg();
+    await withOpenAi(org);
+    const net = scriptedOpenAi([{ calls: [{ name: "ask", arguments: { question: "?" } }] }]);
+    restore = useAgentDeps(() => ({ providers: { fetch: net.fetch } }));
+    const agentId = await createAgent(org.owner.apiKey, { llm_client_key: openAiKey, tools: { q: tool("ask_user", null, { name: "ask" }) } });
+    const paused = await run(org.owner.apiKey, agentId, { inputs: { question: "x" } });
+    expect(paused.body.state).toBe("paused");
+    expect((await v1(org.owner.apiKey, "POST", `/v1/agent/${agentId}/terminate`, { run_id: paused.body.run_id })).status).toBe(200);
+    const again = await v1(org.owner.apiKey, "POST", `/v1/agent/${agentId}/terminate`, { run_id: paused.body.run_id });
+    expect(again).toMatchObject({ status: 409, body: { error: `run ${String(paused.body.run_id)} already ended (terminated)` } });
+    const status = await v1(org.owner.apiKey, "GET", `/v1/agent/${agentId}/run/status/${String(paused.body.run_id)}`);
+    expect(status.body.run).toMatchObject({ status: "terminated", error: "terminated by request" });
+  });
+});
+
