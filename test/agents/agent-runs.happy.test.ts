@@ -168,3 +168,22 @@ describe("agents run: OpenAI-compatible tool calling", () => {
     expect(answered.body).toMatchObject({ state: "completed", outputs: { answer: "Booking at LFPG" } });
   });
 });
+
+describe("agents run: the SDK's multipart form", () => {
+  it("a file part named after an input fills it; the model is told the file's name", async () => {
+    const org = await seedOrg();
+    await withOpenAi(org);
+    const net = scriptedOpenAi([{ text: "read it" }]);
+    restore = useAgentDeps(() => ({ providers: { fetch: net.fetch } }));
+    const agentId = await createAgent(org.owner.apiKey, { llm_client_key: openAiKey, inputs: { a: { name: "question", io_type: "string" }, b: { name: "doc", io_type: "file" } } });
+    const form = new FormData();
+    form.append("inputs", JSON.stringify({ question: "summarise" }));
+    form.append("doc", new File(["hello"], "notes.txt"));
+    const response = await call(`/v1/agent/${agentId}/run`, { method: "POST", headers: bearer(org.owner.apiKey), body: form });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ status: "success", outputs: { answer: "read it" } });
+    const user = messagesOf(net, 0).find((m) => m.role === "user");
+    expect(user?.content).toBe("question: summarise\ndoc: (file notes.txt)");
+  });
+});
+
