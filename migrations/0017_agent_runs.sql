@@ -4,6 +4,8 @@
 -- AgentRunObject Durable Object; this table mirrors its status).
 ALTER TABLE agents ADD COLUMN definition TEXT;
 ALTER TABLE agents ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+-- The definition as it was when published: what importers copy, whatever the owner edits later.
+ALTER TABLE agents ADD COLUMN published_definition TEXT;
 ALTER TABLE agent_shares ADD COLUMN role TEXT NOT NULL DEFAULT 'viewer';
 ALTER TABLE agent_history ADD COLUMN run_id TEXT;
 

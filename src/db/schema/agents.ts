@@ -20,6 +20,8 @@ export const agents = sqliteTable("agents", {
   definition: text("definition"),
   /** Bumped on every /v1 update; an import copies the definition of the version it saw. */
   version: integer("version").notNull().default(1),
+  /** The definition when it was last published: what an import copies (pinned), whatever the owner edits later. */
+  publishedDefinition: text("published_definition"),
   createdAt: text("created_at").notNull(),
   updatedAt: text("updated_at").notNull(),
 });

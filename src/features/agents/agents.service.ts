@@ -79,6 +79,7 @@ export async function insertAgent(env: Env, auth: AuthContext, input: NewAgent, 
     category: null,
     definition: input.definition ?? null,
     version: 1,
+    publishedDefinition: null,
     createdAt: now,
     updatedAt: now,
   };
