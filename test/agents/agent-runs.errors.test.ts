@@ -5,6 +5,8 @@ import { fakeServices } from "../pipelines/fixtures";
 import { NodeFailure } from "../../src/features/pipelines/pipeline-services";
 import { createAgent, messagesOf, OPENAI, openAiKey, run, scriptedOpenAi, tool, useAgentDeps, v1, withOpenAi, type Body } from "./agent-run-fixtures";
 import { FakeNetwork } from "../providers/fake-providers";
+import { env } from "cloudflare:test";
+import { runStub } from "../../src/features/agents/agent-runs.service";
 
 let restore: (() => void) | null = null;
 afterEach(() => {
@@ -151,6 +153,17 @@ describe("agent runs: nesting and ending", () => {
     expect(again).toMatchObject({ status: 409, body: { error: `run ${String(paused.body.run_id)} already ended (terminated)` } });
     const status = await v1(org.owner.apiKey, "GET", `/v1/agent/${agentId}/run/status/${String(paused.body.run_id)}`);
     expect(status.body.run).toMatchObject({ status: "terminated", error: "terminated by request" });
+  });
+
+  it("deleting an agent terminates its paused runs", async () => {
+    const org = await seedOrg();
+    await withOpenAi(org);
+    const net = scriptedOpenAi([{ calls: [{ name: "ask", arguments: { question: "?" } }] }]);
+    restore = useAgentDeps(() => ({ providers: { fetch: net.fetch } }));
+    const agentId = await createAgent(org.owner.apiKey, { llm_client_key: openAiKey, tools: { q: tool("ask_user", null, { name: "ask" }) } });
+    const paused = await run(org.owner.apiKey, agentId, { inputs: { question: "x" } });
+    expect((await v1(org.owner.apiKey, "DELETE", `/v1/agent/${agentId}`)).status).toBe(200);
+    expect(await runStub(env, String(paused.body.run_id)).status()).toMatchObject({ status: "terminated" });
   });
 });
 

@@ -1,4 +1,4 @@
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { agentHistory, agentRuns } from "../../db/schema/agents";
@@ -168,4 +168,10 @@ export async function terminateAgentRun(env: Env, auth: AuthContext, agentId: st
   const result = await runStub(env, runId).terminate();
   if (!result.ok) throw result.status === "missing" ? notFound("run") : conflict(result.error);
   return result.run;
+}
+
+/** Ends every run of the agent still running or paused (the agent is being deleted). */
+export async function terminateActiveAgentRuns(env: Env, agentId: string): Promise<void> {
+  const active = await database(env).select({ id: agentRuns.id }).from(agentRuns).where(and(eq(agentRuns.agentId, agentId), inArray(agentRuns.status, ["running", "paused"])));
+  await Promise.all(active.map((run) => runStub(env, run.id).terminate()));
 }

@@ -110,6 +110,9 @@ export async function listSharedWithMe(env: Env, auth: AuthContext) {
 
 export async function deleteAgent(env: Env, auth: AuthContext, agentId: string): Promise<void> {
   const row = await writableAgent(env, auth, agentId);
+  // A deleted agent's runs in progress stop too: their tools would go on acting as its owner.
+  const { terminateActiveAgentRuns } = await import("./agent-runs.service");
+  await terminateActiveAgentRuns(env, row.id);
   const db = database(env);
   await db.batch([
     db.delete(agentShares).where(eq(agentShares.agentId, row.id)),
