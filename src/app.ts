@@ -9,6 +9,7 @@ import { registerAuthRoutes } from "./features/auth/auth.routes";
 import { registerAdminRoutes } from "./features/admin/admin.routes";
 import { registerConnectionRoutes } from "./features/connections/connections.routes";
 import { registerAgentRoutes } from "./features/agents/agents.routes";
+import { registerAgentV1Routes } from "./features/agents/agents-v1.routes";
 import { registerDocsRoutes } from "./features/docs/docs.routes";
 import { registerHomeRoutes } from "./features/home/home.routes";
 import { registerChatbotRoutes } from "./features/chatbots/chatbots.routes";
@@ -36,6 +37,7 @@ export function createApp(): OpenAPIHono<AppBindings> {
   registerAdminRoutes(app);
   registerConnectionRoutes(app);
   registerAgentRoutes(app);
+  registerAgentV1Routes(app);
   registerDocsRoutes(app);
   registerHomeRoutes(app);
   registerChatbotRoutes(app);

@@ -24,6 +24,8 @@ export interface Env {
 
   /** One ConversationObject per chatbot conversation: its messages, answered in arrival order. */
   CONVERSATIONS: DurableObjectNamespace<import("./durable-objects/conversation-object").ConversationObject>;
+  /** One AgentRunObject per agent run: the tool-calling loop and its conversation. */
+  AGENT_RUNS: DurableObjectNamespace<import("./durable-objects/agent-run-object").AgentRunObject>;
   /** One Durable Object per pipeline run. */
   PIPELINE_RUNS: DurableObjectNamespace<PipelineRunObject>;
   /** Runs one organization may have queued or running at once, sub-pipeline runs included (default 100, at most 10,000). */

@@ -6,3 +6,4 @@ export default app;
 export { ConversationObject } from "./durable-objects/conversation-object";
 export { PipelineRunObject } from "./durable-objects/pipeline-run-object";
 export { KnowledgeBaseIndex } from "./durable-objects/knowledge-base-index";
+export { AgentRunObject } from "./durable-objects/agent-run-object";

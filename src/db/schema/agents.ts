@@ -16,6 +16,12 @@ export const agents = sqliteTable("agents", {
   published: integer("published", { mode: "boolean" }).notNull().default(false),
   publishedAt: text("published_at"),
   category: text("category"),
+  /** JSON AgentDefinition (agent-definition.ts): what runs; null for a record that was never given one. */
+  definition: text("definition"),
+  /** Bumped on every /v1 update; an import copies the definition of the version it saw. */
+  version: integer("version").notNull().default(1),
+  /** The definition when it was last published: what an import copies (pinned), whatever the owner edits later. */
+  publishedDefinition: text("published_definition"),
   createdAt: text("created_at").notNull(),
   updatedAt: text("updated_at").notNull(),
 });
@@ -26,6 +32,8 @@ export const agentShares = sqliteTable(
     agentId: text("agent_id").notNull(),
     userId: text("user_id").notNull(),
     sharedBy: text("shared_by").notNull(),
+    /** "viewer" may run the agent; "editor" may also change it. */
+    role: text("role").notNull().default("viewer"),
     createdAt: text("created_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.agentId, t.userId] })],
@@ -47,5 +55,21 @@ export const agentHistory = sqliteTable("agent_history", {
   agentId: text("agent_id").notNull(),
   agentName: text("agent_name").notNull(),
   action: text("action").notNull(),
+  /** For action "run": the run. */
+  runId: text("run_id"),
   createdAt: text("created_at").notNull(),
+});
+
+/** The index of agent runs; each run's state of record is its AgentRunObject. */
+export const agentRuns = sqliteTable("agent_runs", {
+  id: text("id").primaryKey(),
+  agentId: text("agent_id").notNull(),
+  orgId: text("org_id").notNull(),
+  startedBy: text("started_by").notNull(),
+  parentRunId: text("parent_run_id"),
+  status: text("status").notNull(),
+  error: text("error"),
+  createdAt: text("created_at").notNull(),
+  updatedAt: text("updated_at").notNull(),
+  finishedAt: text("finished_at"),
 });

@@ -23,7 +23,7 @@ async function describeForMarketplace(env: Env, rows: AgentRow[]) {
 export async function publishAgent(env: Env, auth: AuthContext, input: { agent_id: string; category?: string; tags?: string[] }) {
   const row = await writableAgent(env, auth, input.agent_id);
   const now = new Date().toISOString();
-  const changes = { published: true, publishedAt: row.publishedAt ?? now, category: input.category ?? row.category, tags: input.tags ? JSON.stringify(input.tags) : row.tags, updatedAt: now };
+  const changes = { published: true, publishedDefinition: row.definition, publishedAt: row.publishedAt ?? now, category: input.category ?? row.category, tags: input.tags ? JSON.stringify(input.tags) : row.tags, updatedAt: now };
   const db = database(env);
   await db.batch([db.update(agents).set(changes).where(eq(agents.id, row.id)), historyInsert(env, auth, row, "published")]);
   return agentDescription({ ...row, ...changes });
@@ -76,7 +76,8 @@ export async function listFavorites(env: Env, auth: AuthContext) {
 export async function importAgent(env: Env, auth: AuthContext, agentId: string, overrides: { name?: string; description?: string }) {
   const rows = await database(env).select().from(agents).where(and(eq(agents.id, agentId), eq(agents.published, true))).limit(1);
   if (!rows[0]) throw notFound("published agent");
-  return copyAgent(env, auth, rows[0], overrides, "imported");
+  // The copy is pinned to the definition as published, not to the owner's later edits.
+  return copyAgent(env, auth, { ...rows[0], definition: rows[0].publishedDefinition ?? rows[0].definition }, overrides, "imported");
 }
 
 /** Agents the caller imported from the marketplace: their own copies whose source is published elsewhere. */
@@ -97,5 +98,5 @@ export async function removeImported(env: Env, auth: AuthContext, agentId: strin
 
 export async function listHistory(env: Env, auth: AuthContext) {
   const rows = await database(env).select().from(agentHistory).where(eq(agentHistory.userId, auth.userId)).orderBy(desc(agentHistory.createdAt), desc(sql`rowid`)).limit(200);
-  return rows.map((r) => ({ _id: r.id, agentId: r.agentId, agentName: r.agentName, action: r.action, createdAt: r.createdAt }));
+  return rows.map((r) => ({ _id: r.id, agentId: r.agentId, agentName: r.agentName, action: r.action, runId: r.runId ?? null, createdAt: r.createdAt }));
 }

@@ -35,7 +35,7 @@ export const MarketplaceAgentDescription = z
 export const AgentsFavoritesDescription = z.object({ favorites: z.array(AgentDescription) }).openapi("AgentsFavoritesDescription");
 
 export const AgentsHistoryDescription = z
-  .object({ _id: z.string(), agentId: z.string(), agentName: z.string(), action: z.string(), createdAt: z.string() })
+  .object({ _id: z.string(), agentId: z.string(), agentName: z.string(), action: z.string(), runId: z.string().nullable().openapi({ description: "For action `run`: the run." }), createdAt: z.string() })
   .openapi("AgentsHistoryDescription");
 
 export const AgentList = z.array(AgentDescription);

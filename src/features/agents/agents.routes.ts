@@ -102,7 +102,7 @@ export function registerAgentRoutes(app: OpenAPIHono<AppBindings>): void {
   });
 
   defineRoute(app, { ...base, method: "post", path: "/agents/share", response: AgentShareResult, summary: "Share an agent with users of your organization", body: AgentShareBody, responses: { 403: "Not yours", 404: "No such agent or user" } }, async (c, { body }) =>
-    c.json({ ...ok, ...(await shareAgent(c.env, c.get("auth"), body.agent_id, body.user_ids ?? [], body.emails ?? [])) }),
+    c.json({ ...ok, ...(await shareAgent(c.env, c.get("auth"), body.agent_id, body.user_ids ?? [], body.emails ?? [], body.role)) }),
   );
 
   defineRoute(app, { ...base, method: "post", path: "/agents/shared", response: AgentList, summary: "Agents shared with you (AgentDescription[])" }, async (c) => c.json(await listSharedWithMe(c.env, c.get("auth"))));

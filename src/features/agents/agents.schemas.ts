@@ -31,7 +31,7 @@ export const AgentImportBody = z
   .openapi("Body_import_agent");
 
 export const AgentShareBody = z
-  .object({ agent_id: zId(), user_ids: zArray(zId(), 100).optional(), emails: zArray(z.string().max(254).email(), 100).optional() })
+  .object({ agent_id: zId(), user_ids: zArray(zId(), 100).optional(), emails: zArray(z.string().max(254).email(), 100).optional(), role: z.enum(["viewer", "editor"]).optional().default("viewer").openapi({ description: "viewer: may see and run the agent; editor: may also change its definition." }) })
   .openapi("Body_share_agent");
 
 export const AgentShareRemoveBody = z

@@ -16,6 +16,10 @@ export interface AgentAccess {
   row: AgentRow;
   canWrite: boolean;
   sharedWithMe: boolean;
+  /** Owner, admin, or a user it is shared with as editor: may change its definition (/v1 update). */
+  canEdit: boolean;
+  /** Same organization and allowed to see it: may run it. Other organizations run only their imported copy. */
+  canRun: boolean;
 }
 
 export async function agentAccess(env: Env, auth: AuthContext, agentId: string): Promise<AgentAccess> {
@@ -25,9 +29,11 @@ export async function agentAccess(env: Env, auth: AuthContext, agentId: string):
   const sameOrg = row.orgId === auth.orgId;
   const owner = sameOrg && row.ownerId === auth.userId;
   const admin = sameOrg && hasRole(auth, "admin");
-  const shared = sameOrg && !owner && (await db.select().from(agentShares).where(and(eq(agentShares.agentId, row.id), eq(agentShares.userId, auth.userId))).limit(1)).length > 0;
+  const share = sameOrg && !owner ? (await db.select().from(agentShares).where(and(eq(agentShares.agentId, row.id), eq(agentShares.userId, auth.userId))).limit(1))[0] : undefined;
+  const shared = share !== undefined;
   if (!owner && !admin && !shared && !row.published) throw notFound("agent");
-  return { row, canWrite: (owner || admin) && auth.role !== "viewer", sharedWithMe: shared };
+  const canWrite = (owner || admin) && auth.role !== "viewer";
+  return { row, canWrite, sharedWithMe: shared, canEdit: canWrite || (share?.role === "editor" && auth.role !== "viewer"), canRun: owner || admin || shared };
 }
 
 export async function writableAgent(env: Env, auth: AuthContext, agentId: string): Promise<AgentRow> {
@@ -50,6 +56,8 @@ export interface NewAgent {
   config?: Record<string, unknown>;
   tags?: string[];
   sourceAgentId?: string | null;
+  /** JSON AgentDefinition (agent-definition.ts). */
+  definition?: string | null;
 }
 
 /** Creates an agent owned by the caller and records `action` in their history. */
@@ -69,6 +77,9 @@ export async function insertAgent(env: Env, auth: AuthContext, input: NewAgent, 
     published: false,
     publishedAt: null,
     category: null,
+    definition: input.definition ?? null,
+    version: 1,
+    publishedDefinition: null,
     createdAt: now,
     updatedAt: now,
   };
@@ -99,6 +110,9 @@ export async function listSharedWithMe(env: Env, auth: AuthContext) {
 
 export async function deleteAgent(env: Env, auth: AuthContext, agentId: string): Promise<void> {
   const row = await writableAgent(env, auth, agentId);
+  // A deleted agent's runs in progress stop too: their tools would go on acting as its owner.
+  const { terminateActiveAgentRuns } = await import("./agent-runs.service");
+  await terminateActiveAgentRuns(env, row.id);
   const db = database(env);
   await db.batch([
     db.delete(agentShares).where(eq(agentShares.agentId, row.id)),
@@ -121,13 +135,16 @@ export async function copyAgent(env: Env, auth: AuthContext, source: AgentRow, o
       config: JSON.parse(source.config) as Record<string, unknown>,
       tags: JSON.parse(source.tags) as string[],
       sourceAgentId: source.id,
+      // The copy is pinned to the definition it was made from; its tools resolve in the copier's
+      // organization, with the copier's rights, so they never reach the source's records.
+      definition: source.definition,
     },
     action,
   );
   return agentDescription(copy);
 }
 
-export async function shareAgent(env: Env, auth: AuthContext, agentId: string, userIds: string[], emails: string[]) {
+export async function shareAgent(env: Env, auth: AuthContext, agentId: string, userIds: string[], emails: string[], role: "viewer" | "editor" = "viewer") {
   const row = await writableAgent(env, auth, agentId);
   if (!userIds.length && !emails.length) throw invalidInput(["body", "user_ids"], "name at least one user (user_ids or emails) to share with", "missing");
   const db = database(env);
@@ -140,7 +157,7 @@ export async function shareAgent(env: Env, auth: AuthContext, agentId: string, u
   const now = new Date().toISOString();
   const recipients = targets.filter((t) => t.id !== row.ownerId);
   if (recipients.length) {
-    const shares = recipients.map((t) => db.insert(agentShares).values({ agentId: row.id, userId: t.id, sharedBy: auth.userId, createdAt: now }).onConflictDoNothing());
+    const shares = recipients.map((t) => db.insert(agentShares).values({ agentId: row.id, userId: t.id, sharedBy: auth.userId, role, createdAt: now }).onConflictDoUpdate({ target: [agentShares.agentId, agentShares.userId], set: { role } }));
     await db.batch([historyInsert(env, auth, row, "shared"), ...shares]);
   }
   return { shared_with: recipients.map((t) => t.id) };
