@@ -89,8 +89,8 @@ export async function attachUploads(env: Env, chatbot: ChatbotRow, actor: Conver
     const { conversationId, attached } = await attach(env, chatbot, actor, input.conversation_id, [checkFile(input.file, "file")]);
     return { conversation_id: conversationId, attachment: attached[0] };
   }
-  if (input.files === undefined) throw badRequest("files: attach at least one file (multipart parts named files, or one named file)");
-  const list = Array.isArray(input.files) ? input.files : [input.files];
+  const list = input.files === undefined ? [] : Array.isArray(input.files) ? input.files : [input.files];
+  if (list.length === 0) throw badRequest("files: attach at least one file (multipart parts named files, or one named file)");
   if (list.length > MAX_UPLOAD_FILES) throw badRequest(`files: at most ${MAX_UPLOAD_FILES} files at once`);
   const checked = list.map((file, i) => checkFile(file, list.length === 1 ? "files" : `files[${i}]`));
   const { conversationId, attached } = await attach(env, chatbot, actor, input.conversation_id, checked);
