@@ -158,7 +158,7 @@ describe("what a host page loads", () => {
     const chat = page.frameLocator("iframe[title='Chat with Pocket']");
     await chat.getByText("Hello from the pocket.").waitFor();
     const box = await page.locator("iframe[title='Chat with Pocket']").boundingBox();
-    expect(box && box.x >= 0 && box.x + box.width <= 375 && box.y >= 0 && box.y + box.height <= 700).toBe(true);
+    expect(box && box.x >= 0 && box.x + box.width <= 375 && box.y >= 0 && box.y + box.height <= 700, JSON.stringify(box)).toBe(true);
     const background = await chat.locator("body").evaluate((body) => getComputedStyle(body).backgroundColor);
     const [r, g, b] = (background.match(/\d+/g) ?? ["255", "255", "255"]).map(Number);
     expect(0.2126 * r + 0.7152 * g + 0.0722 * b).toBeLessThan(80);

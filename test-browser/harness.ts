@@ -66,7 +66,7 @@ export async function startHostSite(loomUrl: string): Promise<{ origin: string; 
     const body =
       url.pathname === "/frame"
         ? `<!doctype html><title>framer</title><iframe id="direct" title="direct" src="${loomUrl}/chat/${bot}"></iframe>`
-        : `<!doctype html><html lang="en"><title>A host site</title><h1>Someone's shop</h1><p>Welcome to the shop.</p><script src="${loomUrl}/widget.js" data-chatbot-id="${bot}" async></script></html>`;
+        : `<!doctype html><html lang="en"><meta name="viewport" content="width=device-width, initial-scale=1"><title>A host site</title><h1>Someone's shop</h1><p>Welcome to the shop.</p><script src="${loomUrl}/widget.js" data-chatbot-id="${bot}" async></script></html>`;
     // The host's own strict CSP, as docs/widget.md tells site owners to write it.
     res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-security-policy": `default-src 'none'; script-src ${loomUrl}; connect-src ${loomUrl}; frame-src ${loomUrl}; style-src 'self'` });
     res.end(body);

@@ -3,7 +3,7 @@ import { VisitorApi, VisitorError, type Message, type Profile, type RunResult, t
 import { button, el } from "./dom";
 import { icon } from "./icons";
 import { renderMarkdown } from "./markdown";
-import { canRecord, MAX_RECORDING_MS, VoiceRecorder, type Recording } from "./voice";
+import { canRecord, voiceButton, type Recording } from "./voice";
 
 const root = document.getElementById("loom-chat") as HTMLElement;
 const chatbotId = root.dataset.chatbotId ?? "";
@@ -24,8 +24,17 @@ const fileInput = el("input", { type: "file", id: "loom-file", accept: ".txt,.md
 // Shown only where the chatbot allows them (applyTheme): uploads, and the microphone.
 const attachLabel = el("label", { for: "loom-file", class: "attach", title: "Attach a file", hidden: "" }, icon("attach"), el("span", { class: "sr-only", text: "Attach a file" }));
 fileInput.disabled = true;
-const micButton = button("", () => void toggleRecording(), { class: "mic", "aria-label": "Record a voice message", "aria-pressed": "false", hidden: "" });
-micButton.append(icon("mic"));
+const micButton = voiceButton({
+  mayStart: () => {
+    if (busy) return false;
+    if (profile?.access.mode !== "password" || api.hasSession) return true;
+    askPassword();
+    return false;
+  },
+  onRecorded: (recording) => deliver(recording, "Voice message"),
+  onError: showError,
+  announce: (text) => (announcer.textContent = text),
+});
 const composer = el("form", { class: "composer", "aria-label": "Send a message" }, el("label", { for: "loom-input", class: "sr-only", text: "Message" }), input, fileInput, attachLabel, micButton, sendButton);
 const passwordInput = el("input", { type: "password", id: "loom-password", autocomplete: "current-password", required: "" });
 const passwordForm = el("form", { class: "password", hidden: "" }, el("label", { for: "loom-password", text: "This chatbot needs a password" }), passwordInput, el("button", { type: "submit", text: "Continue" }));
@@ -208,42 +217,6 @@ fileInput.addEventListener("change", () => {
     .catch((error: unknown) => showError(error instanceof VisitorError ? error.message : "The file could not be attached."))
     .finally(() => (fileInput.value = ""));
 });
-
-const recorder = new VoiceRecorder();
-let recordingTimer: ReturnType<typeof setTimeout> | undefined;
-
-function setRecording(on: boolean): void {
-  micButton.setAttribute("aria-pressed", String(on));
-  micButton.setAttribute("aria-label", on ? "Stop recording and send" : "Record a voice message");
-  micButton.replaceChildren(icon(on ? "stop" : "mic"));
-  announcer.textContent = on ? "Recording. Press the button again to send." : "";
-}
-
-async function toggleRecording(): Promise<void> {
-  if (!recorder.recording) {
-    if (busy) return;
-    if (profile?.access.mode === "password" && !api.hasSession) return askPassword();
-    try {
-      await recorder.start();
-    } catch {
-      return showError("The microphone could not be used. Check the browser's permission and try again.");
-    }
-    setRecording(true);
-    // A forgotten recording still ends, well under the server's audio limit.
-    recordingTimer = setTimeout(() => void toggleRecording(), MAX_RECORDING_MS);
-    return;
-  }
-  clearTimeout(recordingTimer);
-  setRecording(false);
-  let recording: Recording;
-  try {
-    recording = await recorder.stop();
-  } catch {
-    return showError("The recording could not be read. Please try again.");
-  }
-  if (recording.audio === "") return showError("Nothing was recorded. Please try again.");
-  await deliver(recording, "Voice message");
-}
 
 function applyTheme(p: Profile): void {
   attachLabel.hidden = !p.allowUploads;
