@@ -29,7 +29,8 @@ beforeAll(async () => {
   heard = fake.heard;
   loom = await startLoom({ ALLOW_PRIVATE_MODEL_HOSTS: fake.host });
   host = await startHostSite(loom.url);
-  browser = await launchChromium();
+  // The host site counts as secure here, as an https shop would, so the framed chat may record.
+  browser = await launchChromium(host.origin);
   api = new Api(loom.url);
   await api.signUp();
   // The organization's speech-to-text: the fake server's OpenAI-format /v1/audio/transcriptions.
@@ -74,6 +75,23 @@ describe("voice messages", () => {
     expect(heard[before].bytes).toBeGreaterThan(200);
     expect(await page.getByRole("button", { name: "Record a voice message" }).getAttribute("aria-pressed")).toBe("false");
     await page.context().close();
+  });
+
+  it("records inside the widget on a host site: the frame is allowed the microphone", async () => {
+    const bot = await api.chatbot({ knowledge_base_ids: [kb] }, { display_name: "Framed talker" }, { allowed_origins: [host.origin] });
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${host.origin}/?bot=${bot}`);
+    await page.getByRole("button", { name: "Open chat with Framed talker" }).click();
+    const chat = page.frameLocator("iframe[title='Chat with Framed talker']");
+    const before = heard.length;
+    await chat.getByRole("button", { name: "Record a voice message" }).click();
+    await chat.getByRole("button", { name: "Stop recording and send" }).click();
+    await chat.locator(".msg.user").filter({ hasText: "Voice message" }).waitFor();
+    await expect.poll(() => chat.getByRole("log").getAttribute("aria-busy")).toBe("false");
+    expect(await chat.locator(".msg.bot .body").last().innerText()).toContain("Lyon");
+    expect(heard.length).toBe(before + 1);
+    await context.close();
   });
 
   it("hides the microphone when speech_to_text is off, and where the organization has no speech-to-text", async () => {

@@ -118,14 +118,15 @@ export async function startFakeModel(answer: () => string, followUps: () => stri
   return { host: `127.0.0.1:${port}`, server, heard };
 }
 
-export async function launchChromium(): Promise<Browser> {
+/** `secureHost`: an http origin chromium treats as https would be, so a page there may use the microphone as a real (https) host site's can. */
+export async function launchChromium(secureHost?: string): Promise<Browser> {
   const executablePath = execFileSync("which", ["chromium"]).toString().trim();
   // Chromium's default storage rules (a framed chat keeps its conversation in a partitioned
   // cookie, web/storage.ts). The media flags give the microphone a fake device (a tone) and
   // grant it without a prompt, so the voice-message test records real audio.
   return chromium.launch({
     executablePath,
-    args: ["--no-sandbox", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream", `--host-resolver-rules=MAP ${HOST_NAME} 127.0.0.1, MAP ${EVIL_NAME} 127.0.0.1`],
+    args: ["--no-sandbox", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream", `--host-resolver-rules=MAP ${HOST_NAME} 127.0.0.1, MAP ${EVIL_NAME} 127.0.0.1`, ...(secureHost ? [`--unsafely-treat-insecure-origin-as-secure=${secureHost}`] : [])],
   });
 }
 
