@@ -1,8 +1,9 @@
 // `npm run build:web`: bundles the browser code in web/ into public/, which wrangler.toml serves
 // as Workers static assets: /widget.js (the embed snippet's script), /chat.js and /chat.css (the
 // chat page's code). Prints each file's gzipped size and fails if /widget.js passes 30 KB gzipped.
+// (The browser suite measures the same figures as served, the chat page's HTML included.)
 import { build } from "esbuild";
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
@@ -20,11 +21,13 @@ await build({
   bundle: true,
   minify: true,
   format: "iife",
-  target: "es2020",
+  // Browsers from 2022 on: fewer down-levelled helpers than es2020, ~0.3 KB gzipped less.
+  target: "es2022",
+  charset: "utf8",
   legalComments: "none",
   logLevel: "warning",
 });
-copyFileSync(path.join(root, "web/chat.css"), path.join(out, "chat.css"));
+await build({ entryPoints: [path.join(root, "web/chat.css")], outfile: path.join(out, "chat.css"), minify: true, logLevel: "warning" });
 
 for (const file of ["widget.js", "chat.js", "chat.css"]) {
   const size = gzipSync(readFileSync(path.join(out, file))).length;

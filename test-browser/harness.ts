@@ -36,6 +36,8 @@ export async function startLoom(vars: Record<string, string>): Promise<Loom> {
   const port = await freePort();
   const args = [path.join(root, "scripts/start.mjs"), "--port", String(port), ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}=${v}`])];
   const child: ChildProcess = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+  // A suite that times out before its afterAll still ends the server it started.
+  process.once("exit", () => child.kill("SIGTERM"));
   let output = "";
   await new Promise<void>((resolve, reject) => {
     const onData = (data: Buffer) => {
@@ -64,7 +66,7 @@ export async function startHostSite(loomUrl: string): Promise<{ origin: string; 
     const body =
       url.pathname === "/frame"
         ? `<!doctype html><title>framer</title><iframe id="direct" title="direct" src="${loomUrl}/chat/${bot}"></iframe>`
-        : `<!doctype html><html lang="en"><title>A host site</title><h1>Someone's shop</h1><p>Welcome to the shop.</p><script src="${loomUrl}/widget.js" data-chatbot-id="${bot}" async></script></html>`;
+        : `<!doctype html><html lang="en"><meta name="viewport" content="width=device-width, initial-scale=1"><title>A host site</title><h1>Someone's shop</h1><p>Welcome to the shop.</p><script src="${loomUrl}/widget.js" data-chatbot-id="${bot}" async></script></html>`;
     // The host's own strict CSP, as docs/widget.md tells site owners to write it.
     res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-security-policy": `default-src 'none'; script-src ${loomUrl}; connect-src ${loomUrl}; frame-src ${loomUrl}; style-src 'self'` });
     res.end(body);
@@ -73,12 +75,31 @@ export async function startHostSite(loomUrl: string): Promise<{ origin: string; 
   return { origin: `http://${HOST_NAME}:${port}`, port, server };
 }
 
-/** An OpenAI-compatible chat server whose every answer and follow-up list is the given text. */
-export async function startFakeModel(answer: () => string, followUps: () => string[]): Promise<{ host: string; server: Server }> {
+/** What the fake speech-to-text endpoint received: one entry per transcription request. */
+export interface HeardAudio {
+  contentType: string;
+  bytes: number;
+  hasFilePart: boolean;
+}
+
+/**
+ * An OpenAI-compatible server whose every answer and follow-up list is the given text, and whose
+ * `/v1/audio/transcriptions` (multipart, as OpenAI's) hears `transcript` in any audio it is sent.
+ */
+export async function startFakeModel(answer: () => string, followUps: () => string[], transcript = "Where is the warehouse?"): Promise<{ host: string; server: Server; heard: HeardAudio[] }> {
+  const heard: HeardAudio[] = [];
   const server = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (chunk: Buffer) => (raw += chunk.toString()));
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
+      const rawBytes = Buffer.concat(chunks);
+      if ((req.url ?? "").endsWith("/audio/transcriptions")) {
+        heard.push({ contentType: String(req.headers["content-type"] ?? ""), bytes: rawBytes.length, hasFilePart: /name="file"/.test(rawBytes.toString("latin1")) });
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ text: transcript }));
+        return;
+      }
+      const raw = rawBytes.toString();
       const body = JSON.parse(raw || "{}") as { stream?: boolean; messages?: { content: string }[] };
       const asksFollowUps = (body.messages?.[0]?.content ?? "").startsWith("Suggest short follow-up");
       const text = asksFollowUps ? followUps().join("\n") : answer();
@@ -94,17 +115,18 @@ export async function startFakeModel(answer: () => string, followUps: () => stri
     });
   });
   const port = await listen(server);
-  return { host: `127.0.0.1:${port}`, server };
+  return { host: `127.0.0.1:${port}`, server, heard };
 }
 
-export async function launchChromium(): Promise<Browser> {
+/** `secureHost`: an http origin chromium treats as https would be, so a page there may use the microphone as a real (https) host site's can. */
+export async function launchChromium(secureHost?: string): Promise<Browser> {
   const executablePath = execFileSync("which", ["chromium"]).toString().trim();
-  // Chromium 156 blocks a third-party frame's storage by default, so the widget's conversation
-  // then lasts one page view (web/api.ts falls back to memory). These flags give the storage
-  // behaviour of browsers that partition third-party storage instead, so the reload test can run.
+  // Chromium's default storage rules (a framed chat keeps its conversation in a partitioned
+  // cookie, web/storage.ts). The media flags give the microphone a fake device (a tone) and
+  // grant it without a prompt, so the voice-message test records real audio.
   return chromium.launch({
     executablePath,
-    args: ["--no-sandbox", "--disable-features=TrackingProtection3pcd,ThirdPartyCookieDeprecationTrial,TpcdMetadataGrants,BlockThirdPartyCookies", `--host-resolver-rules=MAP ${HOST_NAME} 127.0.0.1, MAP ${EVIL_NAME} 127.0.0.1`],
+    args: ["--no-sandbox", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream", `--host-resolver-rules=MAP ${HOST_NAME} 127.0.0.1, MAP ${EVIL_NAME} 127.0.0.1`, ...(secureHost ? [`--unsafely-treat-insecure-origin-as-secure=${secureHost}`] : [])],
   });
 }
 
@@ -139,7 +161,7 @@ export class Api {
   }
 
   async connection(name: string, host: string): Promise<void> {
-    await this.request("/admin/connections/create", { body: { name, kind: "openai", base_url: `http://${host}/v1`, secret: "sk-fake", chat_model: "fake" } });
+    await this.request("/admin/connections/create", { body: { name, kind: "openai", base_url: `http://${host}/v1`, secret: "sk-fake", chat_model: "fake", transcription_model: "fake-whisper" } });
   }
 
   async publishedAgent(name: string, description: string): Promise<string> {

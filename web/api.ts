@@ -1,5 +1,6 @@
 // The public visitor routes, called from the chat page (same origin as Loom, so the visitor
 // session token stays in this origin's storage and never reaches the embedding site).
+import { VisitorStore } from "./storage";
 
 export interface Source {
   name: string | null;
@@ -19,6 +20,10 @@ export interface Profile {
   showSources: boolean;
   position: "left" | "right";
   access: { mode: "public" | "password" | "members" };
+  /** Visitors may attach documents (the deployment's allow_uploads). */
+  allowUploads: boolean;
+  /** Visitors may send recorded audio: speech_to_text is on and the organization can transcribe. */
+  speechToText: boolean;
 }
 
 export interface Message {
@@ -70,16 +75,16 @@ interface StoredState {
 
 export class VisitorApi {
   private state: StoredState;
-  private readonly key: string;
+  private readonly store: VisitorStore;
 
   constructor(readonly chatbotId: string) {
-    this.key = `loom-chat:${chatbotId}`;
+    this.store = new VisitorStore(`loom-chat:${chatbotId}`, `/chat/${encodeURIComponent(chatbotId)}`);
     this.state = this.load();
   }
 
   private load(): StoredState {
     try {
-      const raw = localStorage.getItem(this.key);
+      const raw = this.store.read();
       return raw ? (JSON.parse(raw) as StoredState) : {};
     } catch {
       return {};
@@ -87,11 +92,7 @@ export class VisitorApi {
   }
 
   private save(): void {
-    try {
-      localStorage.setItem(this.key, JSON.stringify(this.state));
-    } catch {
-      // Storage refused (private mode, partitioning): the chat still works for this page view.
-    }
+    this.store.write(JSON.stringify(this.state));
   }
 
   get conversationId(): string | undefined {

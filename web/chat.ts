@@ -1,7 +1,9 @@
 // The chat page (/chat/{chatbot_id}), full page or inside the widget's iframe (?embed=1).
 import { VisitorApi, VisitorError, type Message, type Profile, type RunResult, type Source } from "./api";
 import { button, el } from "./dom";
+import { icon } from "./icons";
 import { renderMarkdown } from "./markdown";
+import { canRecord, voiceButton, type Recording } from "./voice";
 
 const root = document.getElementById("loom-chat") as HTMLElement;
 const chatbotId = root.dataset.chatbotId ?? "";
@@ -19,14 +21,29 @@ const suggestions = el("div", { class: "chips", role: "group", "aria-label": "Su
 const input = el("textarea", { id: "loom-input", rows: "1", maxlength: "4000", placeholder: "Type your message" });
 const sendButton = el("button", { type: "submit", text: "Send" });
 const fileInput = el("input", { type: "file", id: "loom-file", accept: ".txt,.md,.csv,.json,text/plain,text/markdown,text/csv,application/json", class: "sr-only" });
-const attachLabel = el("label", { for: "loom-file", class: "attach", text: "Attach" });
-const composer = el("form", { class: "composer", "aria-label": "Send a message" }, el("label", { for: "loom-input", class: "sr-only", text: "Message" }), input, fileInput, attachLabel, sendButton);
+// Shown only where the chatbot allows them (applyTheme): uploads, and the microphone.
+const attachLabel = el("label", { for: "loom-file", class: "attach", title: "Attach a file", hidden: "" }, icon("attach"), el("span", { class: "sr-only", text: "Attach a file" }));
+fileInput.disabled = true;
+const micButton = voiceButton({
+  mayStart: () => {
+    if (busy) return false;
+    if (profile?.access.mode !== "password" || api.hasSession) return true;
+    askPassword();
+    return false;
+  },
+  onRecorded: (recording) => deliver(recording, "Voice message"),
+  onError: showError,
+  announce: (text) => (announcer.textContent = text),
+});
+const composer = el("form", { class: "composer", "aria-label": "Send a message" }, el("label", { for: "loom-input", class: "sr-only", text: "Message" }), input, fileInput, attachLabel, micButton, sendButton);
 const passwordInput = el("input", { type: "password", id: "loom-password", autocomplete: "current-password", required: "" });
 const passwordForm = el("form", { class: "password", hidden: "" }, el("label", { for: "loom-password", text: "This chatbot needs a password" }), passwordInput, el("button", { type: "submit", text: "Continue" }));
 
 if (embedded) {
   // The widget's launcher lives on the host page; closing asks it to hide the iframe.
-  header.append(button("Close", () => parent.postMessage({ type: "loom:close" }, "*"), { "aria-label": "Close chat" }));
+  const close = button("", () => parent.postMessage({ type: "loom:close" }, "*"), { "aria-label": "Close chat", class: "icon-button" });
+  close.append(icon("close"));
+  header.append(close);
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape") parent.postMessage({ type: "loom:close" }, "*");
   });
@@ -59,7 +76,8 @@ function sourcesBlock(sources: Source[] | undefined): HTMLElement | null {
 function feedbackBlock(messageId: string, current: "like" | "dislike" | null): HTMLElement {
   const group = el("div", { class: "feedback", role: "group", "aria-label": "Rate this answer" });
   const make = (value: "like" | "dislike", label: string) => {
-    const b = button(value === "like" ? "👍" : "👎", () => void rate(messageId, value, group), { "aria-label": label, "aria-pressed": String(current === value), "data-feedback": value });
+    const b = button("", () => void rate(messageId, value, group), { "aria-label": label, "aria-pressed": String(current === value), "data-feedback": value });
+    b.append(icon(value));
     return b;
   };
   group.append(make("like", "Helpful"), make("dislike", "Not helpful"));
@@ -117,17 +135,22 @@ async function send(text: string): Promise<void> {
   const trimmed = text.trim();
   if (!trimmed || busy) return;
   if (profile?.access.mode === "password" && !api.hasSession) return askPassword();
+  input.value = "";
+  return deliver({ text: trimmed }, trimmed);
+}
+
+/** Sends a typed or spoken message and streams the answer into a new bubble. */
+async function deliver(message: { text: string } | Recording, shown: string): Promise<void> {
   showError("");
   suggestions.replaceChildren();
-  userBubble(trimmed);
-  input.value = "";
+  userBubble(shown);
   const body = answerBubble();
   const streamed = el("p", {});
   body.append(streamed);
   setBusy(true);
   let result: RunResult;
   try {
-    result = await api.send({ text: trimmed }, (piece) => {
+    result = await api.send(message, (piece) => {
       streamed.textContent += piece;
       log.scrollTop = log.scrollHeight;
     });
@@ -196,6 +219,9 @@ fileInput.addEventListener("change", () => {
 });
 
 function applyTheme(p: Profile): void {
+  attachLabel.hidden = !p.allowUploads;
+  fileInput.disabled = !p.allowUploads;
+  micButton.hidden = !(p.speechToText && canRecord());
   title.textContent = p.name;
   document.title = p.name;
   avatar.textContent = p.name.slice(0, 1).toUpperCase();

@@ -3,6 +3,7 @@
 // iframe: the chat runs in Loom's origin, so the host page cannot read the conversation or the
 // visitor session. Everything lives in a shadow root so host styles do not leak in. Styles
 // are set through the CSSOM (not <style> or style="..."), which a host's strict CSP still allows.
+import { icon } from "./icons";
 
 interface PublicProfile {
   name: string;
@@ -37,10 +38,10 @@ async function mount(): Promise<void> {
   const shadow = host.attachShadow({ mode: "open" });
   const launcher = document.createElement("button");
   launcher.type = "button";
-  launcher.textContent = "💬";
+  launcher.append(icon("chat", 26));
   launcher.setAttribute("aria-label", `Open chat with ${profile.name}`);
   launcher.setAttribute("aria-expanded", "false");
-  css(launcher, { position: "fixed", bottom: "20px", [side]: "20px", width: "56px", height: "56px", "border-radius": "50%", border: "none", background: colour, color: "#fff", "font-size": "24px", cursor: "pointer", "z-index": "2147483646", "box-shadow": "0 4px 12px rgba(0,0,0,.25)" });
+  css(launcher, { position: "fixed", bottom: "20px", [side]: "20px", width: "56px", height: "56px", "border-radius": "50%", border: "none", background: colour, color: "#fff", display: "grid", "place-items": "center", cursor: "pointer", "z-index": "2147483646", "box-shadow": "0 4px 12px rgba(0,0,0,.25)" });
 
   const frame = document.createElement("iframe");
   // The chat page (and its ~30 KB of code) loads on first open, not with the host page.

@@ -295,7 +295,7 @@ describe("chatbots: deployment and the public surface", () => {
     const profile = await body(await app.request(`/chatbots/deployed/${id}`));
     expect(profile).toEqual({
       status: "success",
-      chatbot: { _id: id, name: "Helpdesk", description: "a test bot", greeting: "Hi!", primaryColor: "#112233", secondaryColor: null, avatarUrl: null, suggestedQuestions: ["Prices?"], showSources: true, position: "right", access: { mode: "public" }, followUpQuestions: true },
+      chatbot: { _id: id, name: "Helpdesk", description: "a test bot", greeting: "Hi!", primaryColor: "#112233", secondaryColor: null, avatarUrl: null, suggestedQuestions: ["Prices?"], showSources: true, position: "right", access: { mode: "public" }, followUpQuestions: true, allowUploads: true, speechToText: true },
     });
 
     const first = await app.request(`/chatbots/deployed/${id}/run`, json({ text: "Hi bot" }));

@@ -47,6 +47,9 @@ export function fakeServices(recorded: Recorded, overrides: Partial<ChatbotServi
       recorded.transcribed.push({ mimeType: input.mimeType, size: input.audio.length });
       return new TextDecoder().decode(input.audio);
     },
+    async canTranscribe() {
+      return true;
+    },
     fetch: async (url, init) => {
       recorded.fetches.push({ url: String(url), init });
       return Response.json({ ok: true });

@@ -16,6 +16,10 @@ export interface DeploymentSettings {
   suggested_questions?: string[];
   show_sources?: boolean;
   position?: "left" | "right";
+  /** Visitors may attach documents (`/chatbots/upload`); unset means yes, as before the setting existed. */
+  allow_uploads?: boolean;
+  /** Visitors may send recorded audio, transcribed by the organization's speech-to-text connection; unset means yes. */
+  speech_to_text?: boolean;
 }
 
 export interface AccessSettings {

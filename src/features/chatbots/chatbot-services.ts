@@ -67,6 +67,8 @@ export interface ChatbotServices {
   /** Runs a pipeline to completion and answers its outputs by name. */
   runPipeline(input: PipelineRunInput): Promise<Record<string, unknown>>;
   transcribe(input: { orgId: string; audio: Uint8Array; mimeType: string }): Promise<string>;
+  /** Whether `transcribe` has a speech-to-text connection to use (the widget shows its microphone only then). */
+  canTranscribe(orgId: string): Promise<boolean>;
   /**
    * The network under the egress checks, for replies to the chat workspace's web API. Production
    * leaves it unset (egressFetch uses the global fetch); tests record what would be sent.
@@ -167,6 +169,17 @@ async function transcribeAudio(env: Env, orgId: string, audio: Uint8Array, mimeT
   return (await transcriber.transcribe(audio, mimeType)).text;
 }
 
+async function hasTranscriber(env: Env, orgId: string): Promise<boolean> {
+  try {
+    await transcriberFor(env, { orgId }, undefined, { purpose: "this chatbot's audio" });
+    return true;
+  } catch (error) {
+    // No connection (or one this deployment cannot use) is a 400 from the registry: no microphone.
+    if (error instanceof AppError && error.code === "bad_request") return false;
+    throw error;
+  }
+}
+
 /*
  * Production wiring: models and transcription through the provider layer, knowledge bases through
  * the knowledge-base feature, pipelines through the pipelines feature (run with the chatbot
@@ -177,4 +190,5 @@ export const productionChatbotServices: ChatbotServicesFactory = (env) => ({
   queryKnowledgeBases: (query) => queryKnowledge(env, query),
   runPipeline: (input) => runPipelineForUser(env, { orgId: input.orgId, userId: input.userId, pipelineId: input.pipelineId, inputs: input.inputs, signal: input.signal }),
   transcribe: ({ orgId, audio, mimeType }) => transcribeAudio(env, orgId, audio, mimeType),
+  canTranscribe: (orgId) => hasTranscriber(env, orgId),
 });

@@ -14,7 +14,7 @@ import { canRun, parseObject, type ChatbotRow, type DeploymentSettings } from ".
 import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
 import { attachUploads, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
 import { conversationRecord, feedbackValue, findConversation, listConversations, readConversation, setMessageFeedback, type ConversationActor } from "./conversations.service";
-import { publicProfile } from "./deployment.service";
+import { publicProfile, visitorInputs } from "./deployment.service";
 import { accessOf, assertOriginAllowed, corsOriginFor, consumeRateLimit, getDeployedChatbot, issueVisitorSession, verifyVisitorSession, visitorRateLimit, type VisitorSession } from "./visitor-access";
 import { keepAliveFor } from "./keep-alive";
 
@@ -68,9 +68,11 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
   app.use("/chatbots/deployed/*", embedding);
   app.use("/chatbots/upload", embedding);
 
-  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id", response: PublicChatbotProfile, summary: "A deployed chatbot's public profile (no auth); nothing private", params: ChatbotIdParams, responses: { 404: "Unknown or undeployed chatbot" } }, async (c, { params }) =>
-    c.json({ status: "success", chatbot: publicProfile(await getDeployedChatbot(c.env, params.chatbot_id)) }),
-  );
+  defineRoute(app, { ...pub, method: "get", path: "/chatbots/deployed/:chatbot_id", response: PublicChatbotProfile, summary: "A deployed chatbot's public profile (no auth); nothing private", params: ChatbotIdParams, responses: { 404: "Unknown or undeployed chatbot" } }, async (c, { params }) => {
+    const row = await getDeployedChatbot(c.env, params.chatbot_id);
+    const canTranscribe = visitorInputs(row).speech && (await services(c.env).canTranscribe(row.orgId));
+    return c.json({ status: "success", chatbot: publicProfile(row, canTranscribe) });
+  });
 
   defineRoute(
     app,
@@ -102,6 +104,7 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
       // Visitors may not narrow the owner's knowledge: a metadata filter would let them probe metadata the answers never show.
       if (body.filter !== undefined) throw badRequest("filter: is not available to visitors of a deployed chatbot");
       const row = await reachableChatbot(c, params.chatbot_id);
+      if (body.audio !== undefined && !visitorInputs(row).speech) throw new AppError("forbidden", "this chatbot does not take audio from visitors; send text");
       const { session, issued } = await visitorSession(c, row, body.visitor_session, true);
       const limit = visitorRateLimit(row);
       await consumeRateLimit(env, `run:${row.id}:${session.visitorId}`, limit);
@@ -146,9 +149,10 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
 
   defineRoute(
     app,
-    { ...pub, method: "post", path: "/chatbots/upload", response: UploadResult, summary: "A visitor attaches a text document (txt, md, csv, json; at most 1 MiB) to their conversation", body: VisitorUploadBody, maxBodyBytes: MAX_UPLOAD_BODY_BYTES, responses: { 401: "Session required", 404: "Not this visitor's conversation", 413: "File too large", 429: "Rate limit" } },
+    { ...pub, method: "post", path: "/chatbots/upload", response: UploadResult, summary: "A visitor attaches a text document (txt, md, csv, json; at most 1 MiB) to their conversation", body: VisitorUploadBody, maxBodyBytes: MAX_UPLOAD_BODY_BYTES, responses: { 401: "Session required", 403: "Origin not allowed, or the chatbot's allow_uploads is off", 404: "Not this visitor's conversation", 413: "File too large", 429: "Rate limit" } },
     async (c, { body }) => {
       const row = await reachableChatbot(c, body.chatbot_id);
+      if (!visitorInputs(row).uploads) throw new AppError("forbidden", "this chatbot does not accept file uploads");
       const { session } = await visitorSession(c, row, body.visitor_session, false);
       await consumeRateLimit(c.env, `run:${row.id}:${session.visitorId}`, visitorRateLimit(row));
       return c.json({ status: "success", ...(await attachUploads(c.env, row, actorOf(session), body)) });

@@ -14,6 +14,8 @@ const DeploymentSettings = z
     suggested_questions: z.array(z.string()),
     show_sources: z.boolean(),
     position: z.enum(["left", "right"]),
+    allow_uploads: z.boolean(),
+    speech_to_text: z.boolean(),
   })
   .partial();
 
@@ -152,6 +154,8 @@ export const PublicChatbotProfile = z
       position: z.enum(["left", "right"]),
       access: z.object({ mode: z.string() }),
       followUpQuestions: z.boolean(),
+      allowUploads: z.boolean(),
+      speechToText: z.boolean(),
     }),
   })
   .openapi("PublicChatbotProfile");

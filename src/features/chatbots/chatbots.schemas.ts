@@ -124,6 +124,10 @@ export const DeploymentBody = z
     suggested_questions: zArray(zString(1, 200), 10).optional(),
     show_sources: zBool().optional(),
     position: z.enum(["left", "right"]).optional().openapi({ description: "Which bottom corner the widget's launcher sits in (default right)." }),
+    allow_uploads: zBool().optional().openapi({ description: "Visitors may attach documents through `/chatbots/upload` (default true); false refuses them with 403 and hides the widget's Attach button." }),
+    speech_to_text: zBool()
+      .optional()
+      .openapi({ description: "Visitors may send recorded `audio` (default true), transcribed by the organization's speech-to-text connection; false refuses visitor audio with 403 and hides the widget's microphone." }),
     browser_extension: zBool().optional(),
   })
   .openapi("Body_update_deployment");

@@ -140,11 +140,19 @@ export async function chatWorkspaceChanges(env: Env, auth: AuthContext, row: Cha
   return changes;
 }
 
+/** Whether visitors may attach documents and send audio: both on unless the owner switched them off. */
+export function visitorInputs(row: ChatbotRow): { uploads: boolean; speech: boolean } {
+  const deployment = parseObject<DeploymentSettings>(row.deployment);
+  return { uploads: deployment.allow_uploads !== false, speech: deployment.speech_to_text !== false };
+}
+
 /**
  * What anyone may see of a deployed chatbot: its presentation and how to get in. Built field by
  * field from an allow-list so nothing private (prompt, model, knowledge bases, owner, secrets) leaks.
+ * `canTranscribe`: whether the organization has a speech-to-text connection, so the microphone
+ * shows only where audio can be answered.
  */
-export function publicProfile(row: ChatbotRow) {
+export function publicProfile(row: ChatbotRow, canTranscribe: boolean) {
   const deployment = parseObject<DeploymentSettings>(row.deployment);
   const access = parseObject<AccessSettings>(row.access);
   return {
@@ -160,5 +168,7 @@ export function publicProfile(row: ChatbotRow) {
     position: deployment.position ?? "right",
     access: { mode: access.mode ?? "public" },
     followUpQuestions: row.followUpQuestions > 0,
+    allowUploads: visitorInputs(row).uploads,
+    speechToText: visitorInputs(row).speech && canTranscribe,
   };
 }
