@@ -149,7 +149,8 @@ async function send(text: string): Promise<void> {
 function handleError(error: unknown): void {
   if (error instanceof VisitorError && error.status === 401 && profile?.access.mode === "password") {
     api.forgetSession();
-    return askPassword();
+    askPassword();
+    return;
   }
   showError(error instanceof VisitorError ? error.message : "Something went wrong. Please try again.");
 }
