@@ -52,7 +52,14 @@ function fakeWebWorker() {
 }
 const fakeWebBindings = { WEB_FETCHER: { name: "fake-web", entrypoint: "FakeWeb" }, FAKE_WEB: { name: "fake-web", entrypoint: "FakeWebControl" } };
 
-const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000 };
+/**
+ * `isolate: false`: a pool worker (one Miniflare, one workerd) runs test file after test file instead
+ * of being started afresh for each of the 67 files, and keeps the Worker's modules (and what they
+ * build once: compiled wasm, the embedding table) loaded. Starting workerd and evaluating the app
+ * again per file was most of `npm test`'s time. Files stay independent: each seeds its own
+ * organization with unique names (test/helpers.ts), and a worker runs one file at a time.
+ */
+const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000, isolate: false };
 
 export default defineConfig({
   test: {
