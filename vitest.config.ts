@@ -53,6 +53,7 @@ function fakeWebWorker() {
 const fakeWebBindings = { WEB_FETCHER: { name: "fake-web", entrypoint: "FakeWeb" }, FAKE_WEB: { name: "fake-web", entrypoint: "FakeWebControl" } };
 
 /**
+<<<<<<< HEAD
  * workerd's own "uncaught exception" lines: the durability tests crash Durable Objects on purpose
  * (state.abort("simulated crash")), and workerd then reports each broken output gate, unlabelled,
  * on stderr. What a test must notice fails its assertions; the lines only buried the report.
@@ -61,13 +62,38 @@ const fakeWebBindings = { WEB_FETCHER: { name: "fake-web", entrypoint: "FakeWeb"
 const verbose = process.env.WORKERD_VERBOSE === "1";
 
 const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000 };
+=======
+ * `isolate: false`: a pool worker (one Miniflare, one workerd) runs test file after test file instead
+ * of being started afresh for each of the 67 files, and keeps the Worker's modules (and what they
+ * build once: compiled wasm, the embedding table) loaded. Starting workerd and evaluating the app
+ * again per file was most of `npm test`'s time. Files stay independent: each seeds its own
+ * organization with unique names (test/helpers.ts), and a worker runs one file at a time.
+ */
+/**
+ * Files that get a workerd of their own: the hostile-PDF test in knowledge-bases.security (pdf.js in
+ * the parser's Dynamic Worker, up to its CPU limit) ran 2-4 s in a fresh runtime but passed its 30 s
+ * timeout after the sandbox and hostile-body suites had run in the same one (measured at load ~13).
+ */
+const FRESH_RUNTIME = ["test/knowledge-bases/knowledge-bases.security.test.ts"];
+
+const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000, isolate: false };
+>>>>>>> i15b
 
 export default defineConfig({
   test: {
     projects: [
       {
+<<<<<<< HEAD
         plugins: [cloudflareTest({ verbose, wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
         test: { name: "loom", include: ["test/**/*.test.ts"], ...common },
+=======
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
+        test: { name: "loom", include: ["test/**/*.test.ts"], exclude: FRESH_RUNTIME, ...common },
+      },
+      {
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
+        test: { name: "loom-fresh", include: FRESH_RUNTIME, ...common, isolate: true },
+>>>>>>> i15b
       },
       {
         // The knowledge-base suites again, with vectors in a Vectorize index (KB_VECTOR_BACKEND =

@@ -113,7 +113,7 @@ async function pieceVectors() {
   await tf.setBackend("wasm");
   await tf.ready();
   const model = await tf.loadGraphModel(`file://${modelJsonPath}`);
-  const ids = pieces.map((piece, id) => id);
+  const ids = pieces.map((_piece, id) => id);
   if (options.lowercase) {
     // Encode the lower-cased piece through its best original id: identical for most pieces.
     const byPiece = new Map(vocab.map(([piece], id) => [piece, id]));

@@ -172,7 +172,8 @@ async function deliver(message: { text: string } | Recording, shown: string): Pr
 function handleError(error: unknown): void {
   if (error instanceof VisitorError && error.status === 401 && profile?.access.mode === "password") {
     api.forgetSession();
-    return askPassword();
+    askPassword();
+    return;
   }
   showError(error instanceof VisitorError ? error.message : "Something went wrong. Please try again.");
 }

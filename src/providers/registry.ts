@@ -106,6 +106,7 @@ function aiRunner(env: Env, connection: ResolvedConnection, deps: ProviderDeps):
 /** Splits `<connection>/<model>`; a bare name is a connection whose default model is meant. */
 export function parseModelName(name: string): { connection: string; model?: string } {
   const trimmed = name.trim();
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this check refuses.
   if (!trimmed || trimmed.length > 300 || /[\u0000-\u001f]/.test(trimmed)) throw badRequest(`invalid model name: '${trimmed.slice(0, 80)}'`);
   const slash = trimmed.indexOf("/");
   if (slash < 0) return { connection: trimmed };

@@ -68,7 +68,7 @@ describe("knowledge-base query options: with model providers", () => {
     const result = await queryWithModelOptions(env, authOf(org), kb, input({ query: "and how do they breathe?", context: "user: tell me about whales", config: { transform_query: true, answer_multi_query: true } }), { fetch: net.fetch });
     expect(result.queries).toEqual(["how do whales breathe", "whale blowhole air", "marine mammal respiration"]);
     expect(result.usage).toMatchObject({ input_tokens: 84, output_tokens: 14, total_tokens: 98 });
-    const rewriteUser = (net.received[0]?.json?.messages as { content: string }[]).at(-1)?.content ?? "";
+    const rewriteUser = (net.received[0]?.json?.messages as { content: string }[] | undefined)?.at(-1)?.content ?? "";
     expect(rewriteUser).toContain("tell me about whales");
     expect(rewriteUser).toContain("and how do they breathe?");
   });
@@ -80,7 +80,7 @@ describe("knowledge-base query options: with model providers", () => {
     const result = await queryWithModelOptions(env, authOf(org), kb, input({ query: "rupture of the crust", config: { generate_metadata_filters: true } }), { fetch: net.fetch });
     expect(result.generated_filter).toEqual({ applied: { must: [{ key: "topic", match: { value: "geology" } }] } });
     expect((result.chunks ?? []).map((c) => c.document_id)).toEqual([ids.volcano]);
-    const system = (net.received[0]?.json?.messages as { content: string }[])[0]?.content ?? "";
+    const system = (net.received[0]?.json?.messages as { content: string }[] | undefined)?.[0]?.content ?? "";
     expect(system).toMatch(/- topic: e\.g\. .*"geology"/);
     expect(system).toContain("- year: e.g.");
   });
@@ -124,7 +124,7 @@ describe("knowledge-base query options: with model providers", () => {
       { fetch: net.fetch, ai },
     );
     expect(net.received[0]?.headers.authorization).toBe("Bearer one-call-key-5555");
-    expect((net.received[0]?.json?.documents as string[]).length).toBeLessThanOrEqual(3);
+    expect((net.received[0]?.json?.documents as string[] | undefined)?.length).toBeLessThanOrEqual(3);
     expect(result.chunks?.[0]?.document_id).toBe(ids.bread);
     expect(result.answer_metadata?.model).toBe("cf/@cf/meta/llama-3.1-8b-instruct");
     expect(ai.calls[0]?.inputs.messages).toBeDefined();

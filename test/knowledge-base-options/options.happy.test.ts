@@ -40,7 +40,7 @@ describe("query options: rewriting", () => {
     const model = await chatModelFor(env, org, undefined, { fetch: net.fetch });
     const rewritten = await transformQuery(model, "what about its lift?", "user: tell me about wings in slipstreams", usage);
     expect(rewritten).toBe("lift of a wing in a propeller slipstream");
-    const user = (net.received[0]?.json?.messages as { content: string }[]).at(-1)?.content;
+    const user = (net.received[0]?.json?.messages as { content: string }[] | undefined)?.at(-1)?.content;
     expect(user).toContain("tell me about wings in slipstreams");
     expect(user).toContain("Query: what about its lift?");
     expect(usage.report()).toMatchObject({ input_tokens: 10, output_tokens: 5, total_tokens: 15, by_model: { "openai/gpt-4o-mini": { input_tokens: 10 } } });
@@ -61,7 +61,7 @@ describe("query options: generated metadata filters", () => {
     const model = await chatModelFor(env, org, undefined, { fetch: net.fetch });
     const proposal = await proposeMetadataFilter(model, "papers since 1958 in j. ae. scs.", [{ key: "year", values: [1957, 1958] }, { key: "journal", values: ["j. ae. scs."] }], new UsageMeter());
     expect(proposal).toEqual({ filter: { must: [{ key: "year", range: { gte: 1958 } }, { key: "journal", match: { value: "j. ae. scs." } }] } });
-    const system = (net.received[0]?.json?.messages as { content: string }[])[0]?.content ?? "";
+    const system = (net.received[0]?.json?.messages as { content: string }[] | undefined)?.[0]?.content ?? "";
     expect(system).toContain("- year: e.g. 1957, 1958");
     expect(system).toContain('- journal: e.g. "j. ae. scs."');
   });
@@ -83,7 +83,7 @@ describe("query options: advanced QA", () => {
     const usage = new UsageMeter();
     const answer = await advancedAnswer(await chatModelFor(env, org, undefined, { fetch: net.fetch }), "how does lift change?", items, "fast", usage);
     expect(answer).toMatchObject({ text: "Lift rises with the velocity ratio [1].", mode: "fast", extractive: false, citations: [{ source: 1, documentId: "d1", chunkId: "c1", title: "slipstream.pdf" }] });
-    const system = (net.received[0]?.json?.messages as { content: string }[])[0]?.content ?? "";
+    const system = (net.received[0]?.json?.messages as { content: string }[] | undefined)?.[0]?.content ?? "";
     expect(system).toContain("[1] (slipstream.pdf) Lift increased with the slipstream velocity ratio.");
     expect(system).toContain("[3] (slipstream.pdf) The wing was mounted");
     expect(net.received).toHaveLength(1);
@@ -97,7 +97,7 @@ describe("query options: advanced QA", () => {
     expect(net.received).toHaveLength(3);
     expect(answer.text).toBe("Lift rises [1]; slabs are unrelated [2].");
     expect(answer.citations.map((c) => c.documentId)).toEqual(["d1", "d2"]);
-    const combining = (net.received[2]?.json?.messages as { content: string }[])[0]?.content ?? "";
+    const combining = (net.received[2]?.json?.messages as { content: string }[] | undefined)?.[0]?.content ?? "";
     expect(combining).toContain("[1] (slipstream.pdf) Lift rises.");
     expect(usage.total).toEqual({ input_tokens: 30, output_tokens: 15 });
   });

@@ -357,7 +357,10 @@ describe("knowledge bases: hostile files (decompression bombs, nesting, runaway 
     // The route reads through the loader: one isolate per organization, named by the parser build.
     const asked: string[] = [];
     const loader = env.LOADER as WorkerLoader;
-    const recording: WorkerLoader = { get: (name, code) => (asked.push(String(name)), loader.get(name, code)), load: (code) => loader.load(code) };
+    const recording: WorkerLoader = { get: (name, code) => {
+        asked.push(String(name));
+        return loader.get(name, code);
+      }, load: (code) => loader.load(code) };
     expect(await readDocumentText({ ...env, LOADER: recording }, "org-a", "docx", makeDocx("Title", ["Body."]))).toEqual({ pages: ["# Title\n\nBody."] });
     expect(asked).toEqual([expect.stringMatching(/^loom-parser-[0-9a-f]{16}-org-a$/)]);
     // An isolate stopped by its budget fails the document with that reason.

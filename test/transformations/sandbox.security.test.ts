@@ -222,7 +222,10 @@ describe("transformations: one Dynamic Worker per organization", () => {
   it("never sends two organizations' runs to the same isolate, and keeps each organization's own", async () => {
     const asked: string[] = [];
     const loader = env.LOADER as WorkerLoader;
-    const recording: WorkerLoader = { get: (name, code) => (asked.push(String(name)), loader.get(name, code)), load: (code) => loader.load(code) };
+    const recording: WorkerLoader = { get: (name, code) => {
+        asked.push(String(name));
+        return loader.get(name, code);
+      }, load: (code) => loader.load(code) };
     const placed = { ...env, LOADER: recording };
     const ok = { ok: true, outputJson: '{"y":1}' };
     expect(await runSandboxed(placed, task("function f() { return { y: 1 }; }"), "org-a")).toMatchObject(ok);

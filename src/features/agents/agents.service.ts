@@ -3,7 +3,7 @@ import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { agentFavorites, agentHistory, agents, agentShares } from "../../db/schema/agents";
 import { users } from "../../db/schema/identity";
-import { AppError, badRequest, invalidInput, notFound } from "../../lib/errors";
+import { AppError, invalidInput, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { hasRole } from "../../middleware/auth";
 import { agentDescription, type AgentRow } from "./agents.records";

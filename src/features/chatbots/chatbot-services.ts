@@ -9,7 +9,7 @@ import { users } from "../../db/schema/identity";
 import { chatModelFor, transcriberFor } from "../../providers/registry";
 import { EXTRACTIVE_MODEL } from "../../providers/extractive";
 import { streamGroundedAnswer, withoutUnknownCitations, type Passage } from "../../providers/grounded-answer";
-import type { ChatModel } from "../../providers/types";
+import type { ChatModel, Transcriber } from "../../providers/types";
 import { queryKnowledgeBase } from "../knowledge-bases/query.service";
 import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
 import { runPipelineForUser } from "../pipelines/pipeline-runs.service";
@@ -159,7 +159,7 @@ async function* answerWithModel(env: Env, input: AnswerInput): AsyncIterable<Ans
 }
 
 async function transcribeAudio(env: Env, orgId: string, audio: Uint8Array, mimeType: string): Promise<string> {
-  let transcriber;
+  let transcriber: Transcriber;
   try {
     transcriber = await transcriberFor(env, { orgId }, undefined, { purpose: "this chatbot's audio" });
   } catch (error) {

@@ -1,5 +1,5 @@
 import type { Env } from "../../env";
-import { AppError, badRequest } from "../../lib/errors";
+import { badRequest } from "../../lib/errors";
 import { decodeClientBase64 } from "../../lib/base64";
 import { newId } from "../../lib/ids";
 import type { ChatbotRow } from "./chatbots.service";

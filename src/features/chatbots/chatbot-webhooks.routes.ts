@@ -3,7 +3,6 @@ import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
 import { cappedBody } from "../../middleware/body-cap";
 import { WebhookReply } from "./chatbots.responses";
-import { AppError } from "../../lib/errors";
 import type { ChatbotServicesFactory } from "./chatbot-services";
 import { ChatbotIdParams } from "./chatbots.schemas";
 import { handleTelephonyWebhook, handleWorkspaceWebhook } from "./chatbot-webhooks.service";

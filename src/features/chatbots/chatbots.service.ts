@@ -10,7 +10,7 @@ import { auditInsert } from "../audit/audit.service";
 
 export { chatbotRecord, DEFAULT_RATE_LIMIT_PER_MINUTE, knowledgeBaseIdsOf, parseObject } from "./chatbot-record";
 export type { AccessSettings, ChatbotRow, ChatWorkspaceSettings, DeploymentSettings, RbacSettings, TelephonySettings } from "./chatbot-record";
-import { knowledgeBaseIdsOf, parseObject, type ChatbotRow, type RbacSettings } from "./chatbot-record";
+import { parseObject, type ChatbotRow, type RbacSettings } from "./chatbot-record";
 
 /** A chatbot of the caller's organization, else 404 (another organization's chatbot is not found either). */
 export async function getVisibleChatbot(env: Env, auth: AuthContext, id: string): Promise<ChatbotRow> {

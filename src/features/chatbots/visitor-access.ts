@@ -23,7 +23,7 @@ export interface VisitorSession {
 /** A deployed chatbot, else 404: an undeployed chatbot has no public surface at all. */
 export async function getDeployedChatbot(env: Env, chatbotId: string): Promise<ChatbotRow> {
   const rows = await database(env).select().from(chatbots).where(eq(chatbots.id, chatbotId)).limit(1);
-  if (!rows[0] || !rows[0].deployed) throw notFound("chatbot");
+  if (!rows[0]?.deployed) throw notFound("chatbot");
   return rows[0];
 }
 

@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { connections } from "../../db/schema/identity";
-import { AppError, badRequest, invalidInput, notFound } from "../../lib/errors";
+import { AppError, invalidInput, notFound } from "../../lib/errors";
 import { BlockedUrlError, checkUrl } from "../../lib/ssrf-guard";
 import { decryptSecret, encryptSecret } from "../../lib/crypto";
 import { modelHostRules, requireSecret } from "../../lib/config";

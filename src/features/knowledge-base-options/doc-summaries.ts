@@ -39,7 +39,7 @@ export function d1SummaryCache(env: Env): SummaryCache {
           .onConflictDoUpdate({ target: [documentSummaries.documentId, documentSummaries.model], set: { contentHash: e.contentHash, summary: e.summary, createdAt: now } }),
       );
       const [first, ...rest] = statements;
-      if (first) await db.batch([first, ...rest]);
+      if (first !== undefined) await db.batch([first, ...rest]);
     },
   };
 }

@@ -23,7 +23,7 @@ export interface NodeContext {
 export function resolverFor(ctx: Pick<NodeContext, "states">): RefResolver {
   return (nodeId, output) => {
     const state = ctx.states.get(nodeId);
-    if (!state || state.status !== "completed" || !state.outputs) return undefined;
+    if (state?.status !== "completed" || !state.outputs) return undefined;
     return output ? state.outputs[output] : mainOutput(state.type, state.outputs);
   };
 }

@@ -3,7 +3,7 @@ import { streamSSE } from "hono/streaming";
 import type { AppBindings } from "../../env";
 import { FetchQuery, ListQuery } from "../../lib/ownership";
 import { asStream, defineRoute } from "../../lib/route";
-import { CreatedId, FetchedObject, ObjectList, Success } from "../../lib/response-schemas";
+import { FetchedObject, ObjectList, Success } from "../../lib/response-schemas";
 import { PipelineBulkRun, PipelineCreated, PipelineUpdated, PipelineRunAnswer, PipelineRunList, PipelineRunStatus } from "./pipelines.responses";
 import {
   PipelineBulkRunBody,

@@ -104,7 +104,7 @@ async function whyRefused(env: Env, orgId: string, parentRunId: string, limits: 
     sql`SELECT depth, root_run_id, status FROM pipeline_runs WHERE id = ${parentRunId} AND org_id = ${orgId}`,
   );
   const parent = parents[0];
-  if (!parent || !parent.root_run_id) return `the parent run ${parentRunId} is not in the run index`;
+  if (!parent?.root_run_id) return `the parent run ${parentRunId} is not in the run index`;
   if (parent.status === "completed" || parent.status === "failed" || parent.status === "terminated") return `the parent run ${parentRunId} has ended (${parent.status})`;
   if (parent.depth + 1 > limits.maxDepth) return `sub-pipelines may nest at most ${limits.maxDepth} deep (PIPELINE_MAX_DEPTH); this one would be ${parent.depth + 1} deep`;
   const tree = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM pipeline_runs WHERE root_run_id = ${parent.root_run_id}`);

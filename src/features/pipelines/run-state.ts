@@ -62,7 +62,7 @@ export function planNodes(graph: PipelineGraph, states: Map<string, NodeState>):
   const skipped = new Set<string>();
   for (const id of graph.order) {
     const state = states.get(id);
-    if (!state || state.status !== "pending") continue;
+    if (state?.status !== "pending") continue;
     const incoming = graph.edges.filter((e) => e.target === id);
     const sources = incoming.map((e) => {
       const source = states.get(e.source) as NodeState;

@@ -23,6 +23,7 @@ const MAX_FORMAT_INPUT = 1024;
  */
 const LIBRARY_CHECKED = ["date", "time", "date-time", "duration", "uuid", "ipv4", "ipv6", "email", "hostname", "json-pointer", "relative-json-pointer", "json-pointer-uri-fragment"];
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this pattern refuses.
 const NO_SPACE_OR_CONTROL = /^[^\s\u0000-\u001f\u007f]*$/u;
 
 function parsesAsUrl(text: string, base?: string): boolean {

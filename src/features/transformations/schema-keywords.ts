@@ -30,6 +30,7 @@ export interface Slot {
 const SINGLE: Record<string, SlotKind> = {
   not: "in-place",
   if: "in-place",
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's `then` keyword; this table is never awaited.
   then: "in-place",
   else: "in-place",
   additionalProperties: "additional",

@@ -2,7 +2,7 @@
 // script) so the page runs under a strict Content-Security-Policy; Swagger UI's bundle is served
 // from the same origin, so the reference works offline.
 /* global SwaggerUIBundle */
-window.addEventListener("DOMContentLoaded", function () {
+window.addEventListener("DOMContentLoaded", () => {
   window.ui = SwaggerUIBundle({
     url: "/openapi.json",
     dom_id: "#swagger-ui",

@@ -1,0 +1,28 @@
+// ESLint runs only the checks Biome cannot make: those that need TypeScript's types. Biome
+// (biome.json) does formatting and every other lint rule; `npm run lint` runs both.
+import tseslint from "typescript-eslint";
+
+export default [
+  { ignores: ["**/generated/**", "public/**", ".eval/**", ".wrangler/**", "node_modules/**", "**/*.js", "**/*.mjs"] },
+  {
+    files: ["**/*.ts"],
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: {
+        // Files outside every tsconfig (the root configs, the browser tests, eval scripts) get a default program.
+        projectService: { allowDefaultProject: ["*.ts", "test-browser/*.ts", "scripts/*.ts"] },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    plugins: { "@typescript-eslint": tseslint.plugin },
+    linterOptions: { reportUnusedDisableDirectives: "error" },
+    rules: {
+      // A promise nobody awaits loses its rejection (an unhandled error, a write that never lands)
+      // and, in a Worker, may be cut off when the response ends: await it, return it, hand it to
+      // waitUntil, or mark it `void` on purpose.
+      "@typescript-eslint/no-floating-promises": "error",
+      // A promise where a boolean or a void callback is expected is a forgotten `await`.
+      "@typescript-eslint/no-misused-promises": "error",
+    },
+  },
+];
