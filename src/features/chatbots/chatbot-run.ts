@@ -17,6 +17,13 @@ const MAX_AUDIO_BYTES = 10 * 1024 * 1024;
 /** How often a generating turn asks its conversation whether it was terminated. */
 const TERMINATE_POLL_MS = 300;
 
+/** Why a message got no answer, by the reason its conversation gave. */
+const NOT_ANSWERED: Record<"terminated" | "interrupted" | "deleted", string> = {
+  terminated: "the conversation was terminated before this message was answered",
+  interrupted: "the conversation was interrupted",
+  deleted: "the conversation was deleted before this message was answered",
+};
+
 export interface PreparedRun {
   chatbot: ChatbotRow;
   conversation: ConversationRow;
@@ -94,7 +101,7 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
   const base = { conversation_id: conversation.id, follow_up_questions: [] as string[], answered_by: null };
   if (!turn.ok) {
     await recordTurn(env, conversation.id);
-    const failure = new AppError("conflict", turn.reason === "terminated" ? "the conversation was terminated before this message was answered" : "the conversation was interrupted");
+    const failure = new AppError("conflict", NOT_ANSWERED[turn.reason]);
     return { ...base, status: "failed", message_id: null, output_message: "", error: failure.message, failure };
   }
 
@@ -157,8 +164,14 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
     await recordTurn(env, conversation.id);
     return { ...base, status: "failed", message_id: stored.messageId, output_message: text, error: failure.message, failure };
   }
-  const terminated = controller.signal.aborted;
-  const stored = await stub.complete(turn.turnId, { content: text, status: terminated ? "terminated" : "complete", sources, followUpQuestions: followUps, answeredBy, error: terminated ? "terminated" : null });
+  const aborted = controller.signal.aborted;
+  const stored = await stub.complete(turn.turnId, { content: text, status: aborted ? "terminated" : "complete", sources, followUpQuestions: followUps, answeredBy, error: aborted ? "terminated" : null });
+  if (!stored.ok && stored.reason === "deleted") {
+    const failure = new AppError("conflict", "the conversation was deleted while this message was being answered");
+    return { ...base, status: "failed", message_id: null, output_message: text, error: failure.message, failure };
+  }
+  // A termination that arrived after the last poll still ends the turn as terminated.
+  const terminated = aborted || (stored.ok && stored.status === "terminated");
   await recordTurn(env, conversation.id);
   return {
     status: "success",
