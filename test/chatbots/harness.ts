@@ -15,8 +15,6 @@ export interface Recorded {
   transcribed: { mimeType: string; size: number }[];
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 export const KB_SOURCE: MessageSource = { knowledgeBaseId: "0".repeat(24), documentId: "1".repeat(24), chunkId: "c1", name: "handbook.md", score: 0.9, text: "Loom stores messages in order." };
 
 /**
@@ -30,7 +28,6 @@ export function fakeServices(recorded: Recorded, overrides: Partial<ChatbotServi
       const words = `Answer to ${input.question} (after ${input.history.length} messages)`.split(" ");
       let text = "";
       for (const [i, word] of words.entries()) {
-        await sleep(1);
         const piece = i === 0 ? word : ` ${word}`;
         text += piece;
         yield { type: "text", text: piece };
