@@ -190,29 +190,3 @@ export function publicResult(result: RunResult, extra: Record<string, unknown> =
   const { failure: _failure, ...rest } = result;
   return { ...rest, ...extra };
 }
-
-/** Server-sent events: each piece as `{type: "stream", output_value}`, then the final result. */
-export function streamRun(execute: (onPiece: (text: string) => void) => Promise<RunResult>, extra: Record<string, unknown>, keepAlive: (promise: Promise<unknown>) => void): Response {
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  const writer = writable.getWriter();
-  const encoder = new TextEncoder();
-  let open = true;
-  // Writes are queued, not awaited, so a slow reader never stalls the answer (which is stored either way).
-  const send = (event: Record<string, unknown>): void => {
-    if (!open) return;
-    writer.write(encoder.encode(`data: ${JSON.stringify(event)}\n\n`)).catch(() => {
-      open = false;
-    });
-  };
-  const work = (async () => {
-    try {
-      const result = await execute((text) => send({ type: "stream", output_value: text }));
-      send(publicResult(result, extra));
-    } catch (error) {
-      send({ status: "failed", error: toAppError(error).message });
-    }
-    await writer.close().catch(() => undefined);
-  })();
-  keepAlive(work);
-  return new Response(readable, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" } });
-}
