@@ -1,3 +1,5 @@
+import type { ConversationObject } from "./durable-objects/conversation-object";
+import type { KnowledgeBaseIndex } from "./durable-objects/knowledge-base-index";
 import type { PipelineRunObject } from "./durable-objects/pipeline-run-object";
 import type { WorkersAiBinding } from "./providers/workers-ai";
 
@@ -23,7 +25,7 @@ export interface Env {
   ALLOW_PRIVATE_MODEL_HOSTS?: string;
 
   /** One ConversationObject per chatbot conversation: its messages, answered in arrival order. */
-  CONVERSATIONS: DurableObjectNamespace<import("./durable-objects/conversation-object").ConversationObject>;
+  CONVERSATIONS: DurableObjectNamespace<ConversationObject>;
   /** One AgentRunObject per agent run: the tool-calling loop and its conversation. */
   AGENT_RUNS: DurableObjectNamespace<import("./durable-objects/agent-run-object").AgentRunObject>;
   /** One Durable Object per pipeline run. */
@@ -67,7 +69,7 @@ export interface Env {
   SANDBOX_OUTPUT_BYTES?: string;
   SANDBOX_TIMEOUT_MS?: string;
   /** One KnowledgeBaseIndex Durable Object per knowledge base: chunks, keyword index, vectors. */
-  KB_INDEX: DurableObjectNamespace<import("./durable-objects/knowledge-base-index").KnowledgeBaseIndex>;
+  KB_INDEX: DurableObjectNamespace<KnowledgeBaseIndex>;
   /** Log lines below this level are dropped: debug, info (default), warn, error or off. */
   LOG_LEVEL?: string;
   /** Optional real Vectorize index, used when KB_VECTOR_BACKEND = "vectorize". */

@@ -3,6 +3,7 @@ import type { Env } from "../env";
 import { newId } from "../lib/ids";
 import { cutHistory } from "../features/chatbots/history-budget";
 import { setIsolateLogLevel } from "../lib/log";
+import { applyMigrations, ownSchema, type SchemaMigration } from "./sqlite-schema";
 
 /** A source an answer was drawn from, as stored with the answer. */
 export interface MessageSource {
@@ -56,7 +57,7 @@ export interface HistoryTurn {
 
 export type BeginResult =
   | { ok: true; turnId: string; userMessageId: string; history: HistoryTurn[]; attachments: { name: string; text: string }[] }
-  | { ok: false; userMessageId: string; reason: "terminated" | "interrupted" };
+  | { ok: false; userMessageId: string; reason: "terminated" | "interrupted" | "deleted" };
 
 export interface CompleteInput {
   content: string;
@@ -67,17 +68,47 @@ export interface CompleteInput {
   error: string | null;
 }
 
+export type CompleteResult =
+  | { ok: true; messageId: string | null; status: Exclude<MessageStatus, "pending"> }
+  | { ok: false; messageId: null; reason: "closed" | "deleted" };
+
 interface Turn {
   userMessageId: string;
   previous: Promise<void>;
   release: () => void;
   terminated: boolean;
+  /** The conversation was deleted while this turn waited or was answered. */
+  deleted?: boolean;
   timer?: ReturnType<typeof setTimeout>;
 }
 
 type Row = Record<string, SqlStorageValue>;
 
 const ATTACHMENT_TEXT_CAP = 20_000;
+
+/** This object's SQLite schema, oldest step first (see sqlite-schema.ts). */
+const CONVERSATION_SCHEMA: readonly SchemaMigration[] = [
+  (sql) => {
+    sql.exec(`CREATE TABLE IF NOT EXISTS messages (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      id TEXT NOT NULL UNIQUE,
+      role TEXT NOT NULL,
+      content TEXT NOT NULL,
+      status TEXT NOT NULL,
+      sources TEXT NOT NULL DEFAULT '[]',
+      follow_up_questions TEXT NOT NULL DEFAULT '[]',
+      answered_by TEXT,
+      error TEXT,
+      feedback TEXT,
+      reply_to TEXT,
+      created_at TEXT NOT NULL
+    )`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS attachments (
+      id TEXT PRIMARY KEY, name TEXT NOT NULL, mime_type TEXT NOT NULL, size INTEGER NOT NULL,
+      object_key TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL
+    )`);
+  },
+];
 
 /**
  * Conversation order: each answer right after the message it answers. Storage order differs
@@ -101,27 +132,9 @@ export class ConversationObject extends DurableObject<Env> {
     super(ctx, env);
     setIsolateLogLevel(env.LOG_LEVEL);
     this.sql = ctx.storage.sql;
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS messages (
-      seq INTEGER PRIMARY KEY AUTOINCREMENT,
-      id TEXT NOT NULL UNIQUE,
-      role TEXT NOT NULL,
-      content TEXT NOT NULL,
-      status TEXT NOT NULL,
-      sources TEXT NOT NULL DEFAULT '[]',
-      follow_up_questions TEXT NOT NULL DEFAULT '[]',
-      answered_by TEXT,
-      error TEXT,
-      feedback TEXT,
-      reply_to TEXT,
-      created_at TEXT NOT NULL
-    )`);
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS attachments (
-      id TEXT PRIMARY KEY, name TEXT NOT NULL, mime_type TEXT NOT NULL, size INTEGER NOT NULL,
-      object_key TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL
-    )`);
     // Turns live in memory; after a restart nobody waits on them. A Worker still producing an
     // answer may yet complete its turn (see awaitingReply); until then the message reads as interrupted.
-    this.sql.exec("UPDATE messages SET status = 'failed', error = 'interrupted' WHERE status = 'pending'");
+    ownSchema(ctx, CONVERSATION_SCHEMA, () => this.sql.exec("UPDATE messages SET status = 'failed', error = 'interrupted' WHERE status = 'pending'"));
   }
 
   /** Stores the user's message at once, then waits for every earlier turn before answering. */
@@ -134,6 +147,7 @@ export class ConversationObject extends DurableObject<Env> {
     this.tail = done;
     this.turns.set(userMessageId, turn);
     await turn.previous;
+    if (turn.deleted) return { ok: false, userMessageId, reason: "deleted" };
     if (turn.terminated) {
       this.finish(userMessageId, { content: "", status: "terminated", sources: [], followUpQuestions: [], answeredBy: null, error: "terminated" });
       return { ok: false, userMessageId, reason: "terminated" };
@@ -158,12 +172,20 @@ export class ConversationObject extends DurableObject<Env> {
     return this.awaitingReply(turnId);
   }
 
-  /** Stores the answer and lets the next turn proceed. Answers the stored assistant message id. */
-  async complete(turnId: string, input: CompleteInput): Promise<{ ok: boolean; messageId: string | null }> {
+  /**
+   * Stores the answer and lets the next turn proceed. Answers the stored assistant message id and
+   * the status stored (terminated when the turn was stopped meanwhile); when nothing is stored,
+   * why: the turn was already closed (timed out), or its conversation was deleted.
+   */
+  async complete(turnId: string, input: CompleteInput): Promise<CompleteResult> {
     const turn = this.turns.get(turnId);
-    if (!turn && !this.awaitingReply(turnId)) return { ok: false, messageId: null };
+    if (!turn && !this.awaitingReply(turnId)) return { ok: false, messageId: null, reason: this.hasMessage(turnId) ? "closed" : "deleted" };
     const status = turn?.terminated && input.status === "complete" ? "terminated" : input.status;
-    return { ok: true, messageId: this.finish(turnId, { ...input, status }) };
+    return { ok: true, messageId: this.finish(turnId, { ...input, status }), status };
+  }
+
+  private hasMessage(id: string): boolean {
+    return this.sql.exec<Row>("SELECT 1 FROM messages WHERE id = ?", id).toArray().length > 0;
   }
 
   /** A stored user message with no answer yet (its turn may have been lost to a restart). */
@@ -234,11 +256,26 @@ export class ConversationObject extends DurableObject<Env> {
     );
   }
 
-  /** Forgets everything; answers the attachment object keys so the caller can delete the files. */
+  /**
+   * Forgets everything; answers the attachment object keys so the caller can delete the files.
+   * Every turn is closed first: the one being answered learns it was deleted (proceed answers
+   * false, complete stores nothing) and the ones queued behind it are released at once, so no
+   * caller waits on a turn that no longer exists. The schema is stood up again, because the
+   * object lives on (a late call must find empty tables, not "no such table").
+   */
   async destroy(): Promise<string[]> {
     const keys = this.sql.exec<Row>("SELECT object_key FROM attachments").toArray().map((row) => String(row.object_key));
-    for (const turn of this.turns.values()) turn.terminated = true;
+    for (const turn of this.turns.values()) {
+      turn.terminated = true;
+      turn.deleted = true;
+      if (turn.timer) clearTimeout(turn.timer);
+    }
+    const closed = [...this.turns.values()];
+    this.turns.clear();
+    this.tail = Promise.resolve();
     await this.ctx.storage.deleteAll();
+    applyMigrations(this.ctx.storage, CONVERSATION_SCHEMA);
+    for (const turn of closed) turn.release();
     return keys;
   }
 }

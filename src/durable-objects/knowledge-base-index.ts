@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import type { FilterNode } from "../features/knowledge-bases/metadata-filter";
-import type { VectorMatch, VectorMetadata } from "../features/knowledge-bases/vector-index";
+import type { VectorMetadata } from "../features/knowledge-bases/vector-index";
 import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
 import { maxChunksPerKnowledgeBase } from "../lib/config";
 import { resolveEmbedder } from "../features/knowledge-bases/embedders";
@@ -14,6 +14,8 @@ import { WebSources, type StoredPage } from "../features/knowledge-bases/web-sou
 import type { WebSourceRecord } from "../features/knowledge-bases/web-ingestion";
 import { setIsolateLogLevel } from "../lib/log";
 
+import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "./knowledge-base-index.schema";
+import { applyMigrations, ownSchema } from "./sqlite-schema";
 
 /** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
 const STEP_CHUNKS = 1000;
@@ -59,28 +61,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.vectors = new VectorStore(this.sql);
     this.keywords = new KeywordScorer(ctx.storage);
     this.retriever = new ChunkRetriever(this.sql, this.vectors, this.keywords);
-    this.migrate();
+    ownSchema(ctx, KNOWLEDGE_BASE_INDEX_SCHEMA);
     this.web = new WebSources(this.sql, env, { ingest: (job, options) => this.ingest(job, options), deleteDocuments: (ids) => this.deleteDocuments(ids) });
-  }
-
-  /** Creates this object's tables (again after destroy() wiped them). */
-  private migrate(): void {
-    this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS items (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, document_id TEXT, position INTEGER NOT NULL DEFAULT 0, text TEXT, metadata TEXT NOT NULL DEFAULT '{}');
-      CREATE INDEX IF NOT EXISTS items_document ON items(document_id);
-      CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(text, tokenize = 'porter unicode61');
-      CREATE VIRTUAL TABLE IF NOT EXISTS items_terms USING fts5vocab(items_fts, instance);
-      CREATE VIRTUAL TABLE IF NOT EXISTS scratch_fts USING fts5(text, tokenize = 'porter unicode61');
-      CREATE VIRTUAL TABLE IF NOT EXISTS scratch_words USING fts5vocab(scratch_fts, instance);
-      CREATE TABLE IF NOT EXISTS vector_blocks (block INTEGER PRIMARY KEY, count INTEGER NOT NULL, rowids BLOB NOT NULL, scales BLOB NOT NULL, data BLOB NOT NULL);
-      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS length_blocks (block INTEGER PRIMARY KEY, data BLOB NOT NULL);
-      CREATE TABLE IF NOT EXISTS postings_cache (term TEXT PRIMARY KEY, rows BLOB NOT NULL, tfs BLOB NOT NULL);
-      CREATE TABLE IF NOT EXISTS pending (document_id TEXT NOT NULL, position INTEGER NOT NULL, kb_id TEXT NOT NULL, model TEXT NOT NULL, chunk TEXT NOT NULL, PRIMARY KEY (document_id, position));
-      CREATE TABLE IF NOT EXISTS replacements (document_id TEXT PRIMARY KEY, replaces TEXT NOT NULL);
-    `);
-    const columns = this.sql.exec<{ name: string }>("PRAGMA table_info(items)").toArray();
-    if (!columns.some((c) => c.name === "tokens")) this.sql.exec("ALTER TABLE items ADD COLUMN tokens INTEGER");
   }
 
   // ---------- items ----------
@@ -119,43 +101,6 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       this.sql.exec("DELETE FROM items WHERE rowid = ?", rowid);
     }
     this.vectors.remove(rowids);
-  }
-
-  // ---------- RPC: the Vectorize-shaped vector index ----------
-
-  async vectorUpsert(vectors: { id: string; values: number[]; metadata?: VectorMetadata }[]): Promise<{ count: number }> {
-    this.ctx.storage.transactionSync(() => {
-      this.upsertItems(vectors.map((v) => ({ id: v.id, documentId: typeof v.metadata?.document_id === "string" ? v.metadata.document_id : null, position: 0, text: null, metadata: v.metadata ?? {}, values: v.values })));
-    });
-    return { count: vectors.length };
-  }
-
-  async vectorQuery(vector: number[], options: { topK: number; filter?: FilterNode; returnMetadata?: boolean }): Promise<{ matches: VectorMatch[] }> {
-    return this.retriever.vectorQuery(vector, options);
-  }
-
-  async vectorGetByIds(ids: string[]): Promise<{ id: string; values: number[]; metadata?: VectorMetadata }[]> {
-    const out: { id: string; values: number[]; metadata?: VectorMetadata }[] = [];
-    for (const id of ids) {
-      const row = this.sql.exec<{ rowid: number; metadata: string }>("SELECT rowid, metadata FROM items WHERE id = ?", id).toArray()[0];
-      const values = row ? this.vectors.valuesOf(row.rowid) : undefined;
-      if (row && values) out.push({ id, values, metadata: JSON.parse(row.metadata) as VectorMetadata });
-    }
-    return out;
-  }
-
-  async vectorDeleteByIds(ids: string[]): Promise<{ count: number }> {
-    let count = 0;
-    this.ctx.storage.transactionSync(() => {
-      const rowids: number[] = [];
-      for (const id of ids) {
-        const row = this.sql.exec<{ rowid: number }>("SELECT rowid FROM items WHERE id = ?", id).toArray()[0];
-        if (row) rowids.push(row.rowid);
-      }
-      this.deleteRows(rowids);
-      count = rowids.length;
-    });
-    return { count };
   }
 
   // ---------- RPC: retrieval (ChunkRetriever) ----------
@@ -197,8 +142,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   async destroy(): Promise<void> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
-    this.migrate();
-    this.web.migrate();
+    applyMigrations(this.ctx.storage, KNOWLEDGE_BASE_INDEX_SCHEMA);
     this.keywords.forget();
     this.vectors.unload();
   }
@@ -207,12 +151,6 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     const chunks = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items").one().n;
     const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
     return { chunks, vectors: this.vectors.size, dimensions: this.vectors.dims, pending };
-  }
-
-  /** Test and diagnostics hook: forget the in-memory vectors as an eviction would. */
-  async dropMemory(): Promise<void> {
-    this.vectors.unload();
-    this.keywords.forget();
   }
 
   // ---------- RPC: ingestion in steps ----------

@@ -1,6 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import type { Env } from "../env";
+import { ownSchema } from "./sqlite-schema";
+import { PIPELINE_RUN_SCHEMA } from "./pipeline-run-object.schema";
 import { database } from "../db/client";
 import { pipelineRuns } from "../db/schema/pipelines";
 import { AppError } from "../lib/errors";
@@ -48,6 +50,7 @@ export class PipelineRunObject extends DurableObject<Env> {
     super(ctx, env);
     setIsolateLogLevel(env.LOG_LEVEL);
     this.services = nodeServicesProvider.create(env);
+    ownSchema(ctx, PIPELINE_RUN_SCHEMA);
     this.store = new RunStore(ctx.storage.sql);
   }
 

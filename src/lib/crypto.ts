@@ -31,14 +31,16 @@ export async function sha256Hex(text: string): Promise<string> {
   return toHex(new Uint8Array(digest));
 }
 
-/** Compares two strings in time that depends only on their lengths. */
+/**
+ * Compares two secrets (signatures, hashes) in time that depends only on their lengths, with the
+ * runtime's `crypto.subtle.timingSafeEqual` (which refuses inputs of different lengths, so those
+ * answer false first: the length of an expected signature is public anyway).
+ */
 export function timingSafeEqual(a: string, b: string): boolean {
   const left = encoder.encode(a);
   const right = encoder.encode(b);
-  if (left.length !== right.length) return false;
-  let diff = 0;
-  for (let i = 0; i < left.length; i++) diff |= left[i] ^ right[i];
-  return diff === 0;
+  if (left.byteLength !== right.byteLength) return false;
+  return crypto.subtle.timingSafeEqual(left, right);
 }
 
 async function pbkdf2(password: string, salt: Uint8Array, iterations: number): Promise<Uint8Array> {

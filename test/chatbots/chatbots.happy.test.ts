@@ -6,7 +6,7 @@ import { createKb, indexText } from "../knowledge-bases/kb-fixtures";
 import { SMALLEST, createPipeline } from "../pipelines/fixtures";
 import { env } from "cloudflare:test";
 import { productionChatbotServices } from "../../src/features/chatbots/chatbot-services";
-import { KB_SOURCE, body, chatbotApp, createChatbot, deployPublic, run, sseEvents } from "./harness";
+import { KB_SOURCE, body, chatbotApp, createChatbot, deployPublic, run, sseEvents, untilStored } from "./harness";
 
 describe("chatbots: records", () => {
   it("creates, fetches by id and name, lists and deletes a chatbot (Group A)", async () => {
@@ -206,12 +206,14 @@ describe("chatbots: running", () => {
   it("terminates the answer in progress and any message waiting behind it", async () => {
     let release = (): void => undefined;
     const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered = (): void => undefined;
+    const inAnswer = new Promise<void>((resolve) => (entered = resolve));
     const app = chatbotApp({
       async *answer(input) {
         yield { type: "text", text: "partial" };
         if (input.question === "slow") {
+          entered();
           await gate;
-          await new Promise((resolve) => setTimeout(resolve, 400));
         }
         yield { type: "text", text: " more" };
         yield { type: "done", text: "partial more", answeredBy: "test", followUpQuestions: [] };
@@ -222,9 +224,10 @@ describe("chatbots: running", () => {
     const first = await run(app, org.owner.apiKey, id, { text: "start" });
     const conversationId = String(first.body.conversation_id);
     const slow = run(app, org.owner.apiKey, id, { text: "slow", conversation_id: conversationId });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Ordered by the conversation itself: "slow" is being answered, then "queued" waits behind it.
+    await inAnswer;
     const queued = run(app, org.owner.apiKey, id, { text: "queued", conversation_id: conversationId });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await untilStored(conversationId, (messages) => messages.some((m) => m.content === "queued"));
     const stopped = await app.request(`/v1/chatbot/${id}/terminate`, json({ conversation_id: conversationId }, bearer(org.owner.apiKey)));
     expect(await body(stopped)).toEqual({ status: "success", terminated: 2 });
     release();

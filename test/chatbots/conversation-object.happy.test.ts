@@ -12,6 +12,8 @@ describe("ConversationObject", () => {
     await runInDurableObject(stub, async (_instance: ConversationObject, state) => {
       // A second instance over the same storage is what the object looks like after an eviction.
       const restarted = new ConversationObject(state, env);
+      // The constructor's start-up work runs under blockConcurrencyWhile; a later block runs after it.
+      await state.blockConcurrencyWhile(async () => undefined);
       expect((await restarted.read()).messages[0]).toMatchObject({ content: "question", status: "failed", error: "interrupted" });
       expect(await restarted.proceed(first.userMessageId)).toBe(true);
       const stored = await restarted.complete(first.userMessageId, { content: "late answer", status: "complete", ...done });

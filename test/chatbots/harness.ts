@@ -5,6 +5,7 @@ import { renderError, renderNotFound } from "../../src/lib/render-error";
 import { requestId } from "../../src/middleware/request-id";
 import { registerChatbotRoutes } from "../../src/features/chatbots/chatbots.routes";
 import type { AnswerEvent, AnswerInput, ChatbotServices, MessageSource } from "../../src/features/chatbots/chatbot-services";
+import type { StoredMessage } from "../../src/durable-objects/conversation-object";
 import { bearer, json } from "../helpers";
 
 /** What the fake services saw, so tests can check what reached the model. */
@@ -13,8 +14,6 @@ export interface Recorded {
   fetches: { url: string; init: RequestInit | undefined }[];
   transcribed: { mimeType: string; size: number }[];
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const KB_SOURCE: MessageSource = { knowledgeBaseId: "0".repeat(24), documentId: "1".repeat(24), chunkId: "c1", name: "handbook.md", score: 0.9, text: "Loom stores messages in order." };
 
@@ -29,7 +28,6 @@ export function fakeServices(recorded: Recorded, overrides: Partial<ChatbotServi
       const words = `Answer to ${input.question} (after ${input.history.length} messages)`.split(" ");
       let text = "";
       for (const [i, word] of words.entries()) {
-        await sleep(1);
         const piece = i === 0 ? word : ` ${word}`;
         text += piece;
         yield { type: "text", text: piece };
@@ -108,4 +106,41 @@ export async function run(app: ChatbotApp, apiKey: string, chatbotId: string, fi
 export async function deployPublic(app: ChatbotApp, token: string, chatbotId: string, extra: Record<string, string> = {}): Promise<void> {
   const res = await app.request("/chatbots/deploy", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...bearer(token) }, body: new URLSearchParams({ chatbot_id: chatbotId, ...extra }).toString() });
   if (res.status !== 200) throw new Error(`deploy failed: ${res.status} ${await res.text()}`);
+}
+
+/**
+ * Waits until the conversation's own object holds what `ready` asks for (a message stored, so its
+ * turn has its place in the queue). Each round is one call to the object: the object's queue
+ * orders the requests, not a timer.
+ */
+export async function untilStored(conversationId: string, ready: (messages: StoredMessage[]) => boolean): Promise<StoredMessage[]> {
+  const stub = env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(conversationId));
+  for (let round = 0; round < 10_000; round++) {
+    const { messages } = await stub.read();
+    if (ready(messages)) return messages;
+  }
+  throw new Error(`conversation ${conversationId} never reached the awaited state`);
+}
+
+/** Reads server-sent events one at a time from a streamed response. */
+export function sseReader(res: Response) {
+  const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  return {
+    /** The next data event, or null when the stream ended. */
+    async next(): Promise<Record<string, unknown> | null> {
+      for (;;) {
+        const end = buffered.indexOf("\n\n");
+        if (end >= 0) {
+          const block = buffered.slice(0, end).trim();
+          buffered = buffered.slice(end + 2);
+          if (block.startsWith("data: ")) return JSON.parse(block.slice(6)) as Record<string, unknown>;
+          continue;
+        }
+        const { value, done } = await reader.read();
+        if (done) return null;
+        buffered += value;
+      }
+    },
+  };
 }

@@ -89,4 +89,21 @@ describe("logging: one structured line per request, one per failure", () => {
     expect(failure).toMatchObject({ level: "error", request_id: reference, route: "/boom/:id", status: 500, cause: ["Error: could not read the index", "TypeError: Network connection lost"] });
     expect(lines.find((line) => line.event === "request")).toMatchObject({ level: "error", status: 500, route: "/boom/:id" });
   });
+
+  it("every response carries x-request-id: a fresh id, or the caller's own when it is a plain token", async () => {
+    const app = new Hono<AppBindings>();
+    app.use("*", requestId);
+    // A handler answering a Response it built itself (as streaming answers do) still gets the header.
+    app.get("/raw", (c) => new Response(c.get("requestId")));
+    const fresh = await app.fetch(new Request("http://loom.test/raw"), env);
+    expect(fresh.headers.get("x-request-id")).toMatch(/^[0-9a-f]{24}$/);
+    expect(await fresh.text()).toBe(fresh.headers.get("x-request-id"));
+    const traced = await app.fetch(new Request("http://loom.test/raw", { headers: { "x-request-id": "trace-0123_abc" } }), env);
+    expect(traced.headers.get("x-request-id")).toBe("trace-0123_abc");
+    // Anything else (a space, a quote, too long) is replaced, so a log line cannot be forged through it.
+    for (const hostile of ['a b', 'x"}', "y".repeat(65)]) {
+      const replaced = await app.fetch(new Request("http://loom.test/raw", { headers: { "x-request-id": hostile } }), env);
+      expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f]{24}$/);
+    }
+  });
 });

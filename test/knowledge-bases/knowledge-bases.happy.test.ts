@@ -1,4 +1,4 @@
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call, seedOrg } from "../helpers";
 import { createKb, fileData, indexText, post, query, seedCorpus, send, CORPUS, type Body } from "./kb-fixtures";
@@ -128,7 +128,7 @@ describe("knowledge bases: documents", () => {
     const before = (await send(`/v1/knowledge-base/${kb}/documents`, key)).body.documents as Body[];
     expect(before[0], JSON.stringify(before[0])).toMatchObject({ _id: docId, status: "indexing" });
     // Eviction loses memory, not data: the alarm picks up the pending steps from SQLite.
-    await kbStub(kb).dropMemory();
+    await evictDurableObject(kbStub(kb));
     while (await runDurableObjectAlarm(kbStub(kb))) {
       /* each alarm run is one step */
     }
@@ -331,7 +331,7 @@ describe("knowledge bases: the index Durable Object", () => {
     await seedCorpus(key, kb);
     const body = { queries: ["marine mammals"], config: { retrieval_config: { search_mode: "vector" } } };
     const before = await query(key, kb, body);
-    await kbStub(kb).dropMemory();
+    await evictDurableObject(kbStub(kb));
     const after = await query(key, kb, body);
     expect(after.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
   });
@@ -342,7 +342,7 @@ describe("knowledge bases: the index Durable Object", () => {
     const before = await query(key, kb, body);
     expect(before.items.map((i) => i.document_id)).toContain(ids.whales);
     // Evicted: lengths and posting lists come back from SQLite, with the same scores.
-    await kbStub(kb).dropMemory();
+    await evictDurableObject(kbStub(kb));
     const after = await query(key, kb, body);
     expect(after.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
     // An index stored before its lengths were packed rebuilds them once, to the same scores.
@@ -350,13 +350,13 @@ describe("knowledge bases: the index Durable Object", () => {
       state.storage.sql.exec("DELETE FROM length_blocks");
       state.storage.sql.exec("DELETE FROM meta WHERE key = 'lengths'");
     });
-    await kbStub(kb).dropMemory();
+    await evictDurableObject(kbStub(kb));
     const rebuilt = await query(key, kb, body);
     expect(rebuilt.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
     // A deleted document and a new one: the stored caches must not hide either change, even after another eviction.
     expect((await send(`/v1/knowledge-base/${kb}/documents?document_ids=${ids.whales}`, key, { method: "DELETE" })).status).toBe(200);
     const added = await indexText(key, kb, "more-whales.txt", "Humpback whales sing long songs. Whales migrate between feeding and breeding grounds.");
-    await kbStub(kb).dropMemory();
+    await evictDurableObject(kbStub(kb));
     const changed = await query(key, kb, body);
     const documents = changed.items.map((i) => i.document_id);
     expect(documents).not.toContain(ids.whales);
@@ -368,7 +368,7 @@ describe("knowledge bases: the index Durable Object", () => {
       state.storage.sql.exec("DELETE FROM length_blocks");
       state.storage.sql.exec("DELETE FROM meta WHERE key IN ('lengths', 'stored_postings')");
     });
-    await kbStub(kb).dropMemory();
+    await evictDurableObject(kbStub(kb));
     const fresh = await query(key, kb, body);
     expect(changed.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(fresh.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
   });

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { VectorIndex } from "../../src/features/knowledge-bases/vector-index";
-import { DurableObjectVectorIndex, indexStub } from "../../src/features/knowledge-bases/durable-object-vector-index";
+import { InObjectVectorIndex } from "./in-object-vector-index";
 import { VectorizeVectorIndex } from "../../src/features/knowledge-bases/vectorize-adapter";
 import { parseOpenSearchFilter, parseQdrantFilter } from "../../src/features/knowledge-bases/metadata-filter";
 import { FakeVectorize } from "./fake-vectorize";
@@ -105,8 +105,8 @@ function vectorIndexSuite(name: string, make: () => { index: VectorIndex; other:
 }
 
 vectorIndexSuite("Loom's own (Durable Object)", () => ({
-  index: new DurableObjectVectorIndex(indexStub(env, `suite-${crypto.randomUUID()}`)),
-  other: new DurableObjectVectorIndex(indexStub(env, `suite-${crypto.randomUUID()}`)),
+  index: new InObjectVectorIndex(env.KB_INDEX.get(env.KB_INDEX.idFromName(`suite-${crypto.randomUUID()}`))),
+  other: new InObjectVectorIndex(env.KB_INDEX.get(env.KB_INDEX.idFromName(`suite-${crypto.randomUUID()}`))),
 }));
 
 vectorIndexSuite("Vectorize adapter (fake binding)", () => {

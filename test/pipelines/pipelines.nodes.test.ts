@@ -1,3 +1,4 @@
+import { env, runInDurableObject } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, call, seedOrg } from "../helpers";
 import { createPipeline, fakeServices, send, useServices } from "./fixtures";
@@ -126,10 +127,15 @@ describe("pipelines: node types", () => {
         { source: "nap", target: "out" },
       ],
     });
-    const started = Date.now();
     const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "later" } });
     expect(run.body).toMatchObject({ status: "success", outputs: { echo: "later" } });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    // The run's own record, not the test's clock: the node slept 300 ms and finished only once woken.
+    const nap = await runInDurableObject(env.PIPELINE_RUNS.get(env.PIPELINE_RUNS.idFromName(String(run.body.run_id))), (_instance, state) =>
+      state.storage.sql.exec<{ status: string; started_at: number; wake_at: number; finished_at: number }>("SELECT status, started_at, wake_at, finished_at FROM nodes WHERE id = 'nap'").one(),
+    );
+    expect(nap.status).toBe("completed");
+    expect(nap.wake_at - nap.started_at).toBe(300);
+    expect(nap.finished_at).toBeGreaterThanOrEqual(nap.wake_at);
   });
 
   it("runs another pipeline as a step", async () => {

@@ -18,6 +18,13 @@ const MAX_AUDIO_BYTES = 10 * 1024 * 1024;
 /** How often a generating turn asks its conversation whether it was terminated. */
 const TERMINATE_POLL_MS = 300;
 
+/** Why a message got no answer, by the reason its conversation gave. */
+const NOT_ANSWERED: Record<"terminated" | "interrupted" | "deleted", string> = {
+  terminated: "the conversation was terminated before this message was answered",
+  interrupted: "the conversation was interrupted",
+  deleted: "the conversation was deleted before this message was answered",
+};
+
 export interface PreparedRun {
   chatbot: ChatbotRow;
   conversation: ConversationRow;
@@ -95,7 +102,7 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
   const base = { conversation_id: conversation.id, follow_up_questions: [] as string[], answered_by: null };
   if (!turn.ok) {
     await recordTurn(env, conversation.id);
-    const failure = new AppError("conflict", turn.reason === "terminated" ? "the conversation was terminated before this message was answered" : "the conversation was interrupted");
+    const failure = new AppError("conflict", NOT_ANSWERED[turn.reason]);
     return { ...base, status: "failed", message_id: null, output_message: "", error: failure.message, failure };
   }
 
@@ -158,8 +165,14 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
     await recordTurn(env, conversation.id);
     return { ...base, status: "failed", message_id: stored.messageId, output_message: text, error: failure.message, failure };
   }
-  const terminated = controller.signal.aborted;
-  const stored = await stub.complete(turn.turnId, { content: text, status: terminated ? "terminated" : "complete", sources, followUpQuestions: followUps, answeredBy, error: terminated ? "terminated" : null });
+  const aborted = controller.signal.aborted;
+  const stored = await stub.complete(turn.turnId, { content: text, status: aborted ? "terminated" : "complete", sources, followUpQuestions: followUps, answeredBy, error: aborted ? "terminated" : null });
+  if (!stored.ok && stored.reason === "deleted") {
+    const failure = new AppError("conflict", "the conversation was deleted while this message was being answered");
+    return { ...base, status: "failed", message_id: null, output_message: text, error: failure.message, failure };
+  }
+  // A termination that arrived after the last poll still ends the turn as terminated.
+  const terminated = aborted || (stored.ok && stored.status === "terminated");
   await recordTurn(env, conversation.id);
   return {
     status: "success",
@@ -177,30 +190,4 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
 export function publicResult(result: RunResult, extra: Record<string, unknown> = {}): Omit<RunResult, "failure"> & Record<string, unknown> {
   const { failure: _failure, ...rest } = result;
   return { ...rest, ...extra };
-}
-
-/** Server-sent events: each piece as `{type: "stream", output_value}`, then the final result. */
-export function streamRun(execute: (onPiece: (text: string) => void) => Promise<RunResult>, extra: Record<string, unknown>, keepAlive: (promise: Promise<unknown>) => void): Response {
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  const writer = writable.getWriter();
-  const encoder = new TextEncoder();
-  let open = true;
-  // Writes are queued, not awaited, so a slow reader never stalls the answer (which is stored either way).
-  const send = (event: Record<string, unknown>): void => {
-    if (!open) return;
-    writer.write(encoder.encode(`data: ${JSON.stringify(event)}\n\n`)).catch(() => {
-      open = false;
-    });
-  };
-  const work = (async () => {
-    try {
-      const result = await execute((text) => send({ type: "stream", output_value: text }));
-      send(publicResult(result, extra));
-    } catch (error) {
-      send({ status: "failed", error: toAppError(error).message });
-    }
-    await writer.close().catch(() => undefined);
-  })();
-  keepAlive(work);
-  return new Response(readable, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" } });
 }

@@ -11,12 +11,12 @@ import { clientIdentity } from "../../middleware/client-identity";
 import type { ChatbotServicesFactory } from "./chatbot-services";
 import { ChatbotIdParams, SessionBody, VisitorConversationParams, VisitorFeedbackBody, VisitorRunBody, VisitorUploadBody } from "./chatbots.schemas";
 import { canRun, parseObject, type ChatbotRow, type DeploymentSettings } from "./chatbots.service";
-import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
+import { executeRun, prepareRun, publicResult } from "./chatbot-run";
+import { streamAnswer } from "./chatbot-stream";
 import { attachUploads, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
 import { conversationRecord, feedbackValue, findConversation, listConversations, readConversation, setMessageFeedback, type ConversationActor } from "./conversations.service";
 import { publicProfile, visitorInputs } from "./deployment.service";
 import { accessOf, assertOriginAllowed, corsOriginFor, consumeRateLimit, getDeployedChatbot, issueVisitorSession, verifyVisitorSession, visitorRateLimit, type VisitorSession } from "./visitor-access";
-import { keepAliveFor } from "./keep-alive";
 
 const SESSION_HEADER = "x-visitor-session";
 /** A visitor's message may carry audio (10 MiB, about 14 MiB as base64). */
@@ -114,9 +114,8 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
       const extra = issued ? { visitor_session: issued } : {};
       if (issued) c.header(SESSION_HEADER, issued);
       if (body.stream) {
-        const response = streamRun((onPiece) => executeRun(env, svc, prepared, onPiece), extra, keepAliveFor(c));
-        if (issued) response.headers.set(SESSION_HEADER, issued);
-        return asStream(response);
+        // The session header set above travels with the stream (streamSSE answers through the context).
+        return asStream(streamAnswer(c, (onPiece) => executeRun(env, svc, prepared, onPiece), extra));
       }
       const result = await executeRun(env, svc, prepared, () => undefined);
       if (result.failure) throw result.failure;

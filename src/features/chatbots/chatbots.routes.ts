@@ -28,7 +28,8 @@ import {
 } from "./chatbots.schemas";
 import { assertCanRun, chatbotRecord, deleteChatbot, fetchChatbot, getVisibleChatbot, listChatbots } from "./chatbots.service";
 import { createChatbot } from "./chatbot-create";
-import { executeRun, prepareRun, publicResult, streamRun } from "./chatbot-run";
+import { executeRun, prepareRun, publicResult } from "./chatbot-run";
+import { streamAnswer } from "./chatbot-stream";
 import { attachUploads, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
 import {
   conversationRecord,
@@ -46,7 +47,6 @@ import { deploy, undeploy, updateAccess, updateChatWorkspace, updateDeployment, 
 import { registerPublicChatbotRoutes } from "./chatbots-public.routes";
 import { registerChatPageRoutes } from "./chat-page.routes";
 import { registerChatbotWebhookRoutes } from "./chatbot-webhooks.routes";
-import { keepAliveFor } from "./keep-alive";
 
 export interface ChatbotRouteOptions {
   /** Where answers, knowledge, pipelines and transcription come from; tests pass their own. */
@@ -99,7 +99,7 @@ export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: Ch
       assertCanRun(chatbot, auth);
       const svc = services(env);
       const prepared = await prepareRun(env, svc, chatbot, { kind: "user", userId: auth.userId }, body, true);
-      if (body.stream) return asStream(streamRun((onPiece) => executeRun(env, svc, prepared, onPiece), {}, keepAliveFor(c)));
+      if (body.stream) return asStream(streamAnswer(c, (onPiece) => executeRun(env, svc, prepared, onPiece), {}));
       const result = await executeRun(env, svc, prepared, () => undefined);
       if (result.failure) throw result.failure;
       return c.json(publicResult(result));

@@ -2,7 +2,8 @@ import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { chatbotConversations } from "../../db/schema/chatbots";
-import type { StoredMessage } from "../../durable-objects/conversation-object";
+import type { ConversationObject, StoredMessage } from "../../durable-objects/conversation-object";
+import { rpcStub, type RpcSurface } from "../../durable-objects/rpc-stub";
 import { badRequest, invalidInput, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { ChatbotRow } from "./chatbots.service";
@@ -16,8 +17,8 @@ export type ConversationActor =
   | { kind: "visitor"; visitorId: string }
   | { kind: "channel"; channel: "telephony" | "chatworkspace"; key: string };
 
-export function conversationStub(env: Env, conversationId: string) {
-  return env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(conversationId));
+export function conversationStub(env: Env, conversationId: string): RpcSurface<ConversationObject> {
+  return rpcStub(env.CONVERSATIONS, conversationId);
 }
 
 function actorFilter(actor: ConversationActor) {

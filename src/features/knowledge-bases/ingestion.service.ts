@@ -133,7 +133,7 @@ export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: 
 
   const ids: string[] = [];
   for (const doc of prepared) ids.push(await indexOne(env, auth, kb, doc, settings));
-  if (input.url_data) ids.push(...(await indexUrlData(env, auth, kb, input.url_data, settings, deps.fetch)));
+  if (input.url_data) ids.push(...(await indexUrlData(env, auth, kb, input.url_data, settings, indexOne, deps.fetch)));
   return ids;
 }
 

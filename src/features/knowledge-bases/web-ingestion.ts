@@ -6,7 +6,7 @@ import { badRequest } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { auditInsert } from "../audit/audit.service";
 import { indexStub } from "./durable-object-vector-index";
-import { indexOne, type ChunkSettings, type PreparedDocument } from "./ingestion.service";
+import type { ChunkSettings, indexOne, PreparedDocument } from "./ingestion.service";
 import { URL_LIMIT_DEFAULT, type UrlDataInput } from "./knowledge-bases.schemas";
 import { crawlFinished, startCrawl, type CrawlState } from "./web-crawl";
 import type { WebPage } from "./web-pages";
@@ -74,7 +74,12 @@ async function placeholderDocument(env: Env, auth: AuthContext, kb: KnowledgeBas
   return id;
 }
 
-export async function indexUrlData(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, urlData: UrlDataInput, settings: ChunkSettings, fetchOverride?: FetchFunction): Promise<string[]> {
+/**
+ * Indexes a url_data request's first page (and keeps the source when it is crawled on or
+ * re-scraped). `index` is ingestion.service's indexOne, handed in so this module imports that
+ * service's types only: the service calls this one, and a runtime import back would be a cycle.
+ */
+export async function indexUrlData(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, urlData: UrlDataInput, settings: ChunkSettings, index: typeof indexOne, fetchOverride?: FetchFunction): Promise<string[]> {
   const { request, rescrape_frequency: frequency } = urlData;
   const limit = request.recursive ? (request.url_limit ?? URL_LIMIT_DEFAULT) : 1;
   if ((limit > 1 || frequency !== "Never") && (await indexStub(env, kb.id).webSourceCount()) >= MAX_WEB_SOURCES) {
@@ -84,7 +89,7 @@ export async function indexUrlData(env: Env, auth: AuthContext, kb: KnowledgeBas
   const base = { id: newId(), kbId: kb.id, orgId: kb.orgId, userId: auth.userId, url: request.url, returnType: request.return_type, limit, settings, frequency, contentDocument: null };
 
   if (crawlFinished(state) || request.return_type === "CHUNKS") {
-    const id = await indexOne(env, auth, kb, pagesToDocuments([page], "CHUNKS")[0], settings);
+    const id = await index(env, auth, kb, pagesToDocuments([page], "CHUNKS")[0], settings);
     const finished = crawlFinished(state);
     if (!finished || frequency !== "Never") {
       const record: WebSourceRecord = { ...base, documents: finished ? { [page.url]: id } : {}, crawl: finished ? null : state, crawlDocuments: finished ? {} : { [page.url]: id } };

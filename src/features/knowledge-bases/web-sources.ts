@@ -35,17 +35,7 @@ export class WebSources {
     private readonly sql: SqlStorage,
     private readonly env: Env,
     private readonly index: WebSourceIndex,
-  ) {
-    this.migrate();
-  }
-
-  /** Creates the tables (again after the object's storage was wiped). */
-  migrate(): void {
-    this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS web_sources (id TEXT PRIMARY KEY, record TEXT NOT NULL, crawling INTEGER NOT NULL, next_at INTEGER);
-      CREATE TABLE IF NOT EXISTS web_source_pages (source_id TEXT NOT NULL, position INTEGER NOT NULL, page TEXT NOT NULL, PRIMARY KEY (source_id, position));
-    `);
-  }
+  ) {}
 
   register(record: WebSourceRecord, pages: StoredPage[], now: number): void {
     for (const [i, page] of pages.entries()) this.sql.exec("INSERT OR REPLACE INTO web_source_pages (source_id, position, page) VALUES (?, ?, ?)", record.id, i, JSON.stringify(page));

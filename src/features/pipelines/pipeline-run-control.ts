@@ -5,7 +5,7 @@ import { pipelineRuns, type RunStatus } from "../../db/schema/pipelines";
 import { conflict, notFound } from "../../lib/errors";
 import { assertVisible } from "../../lib/ownership";
 import { runStub } from "./pipeline-runs.service";
-import { loadPipeline } from "./pipelines.service";
+import { loadPipeline } from "./pipeline-records";
 import { claimResumedRuns, setIndexedStatus } from "./run-admission";
 import { assertCanApprove, assertCanControlRun, assertCanRun } from "./run-permissions";
 

@@ -6,33 +6,20 @@ import type { RunStatus } from "../../db/schema/pipelines";
 import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { intSetting } from "../../lib/config";
-import type { RunActionResult, RunInit, RunView } from "../../durable-objects/pipeline-run-object";
+import type { PipelineRunObject, RunInit, RunView } from "../../durable-objects/pipeline-run-object";
+import { rpcStub, type RpcSurface } from "../../durable-objects/rpc-stub";
 import type { PipelineGraph } from "./pipeline-graph";
-import { NodeFailure, type SubPipelineRequest, type SubPipelineResult } from "./pipeline-services";
-import { loadPipeline } from "./pipelines.service";
+import { NodeFailure } from "./node-failure";
+import type { SubPipelineRequest, SubPipelineResult } from "./pipeline-services";
+import { loadPipeline } from "./pipeline-records";
 import { admitChildRun, admitRootRuns, setIndexedStatus } from "./run-admission";
 import { MAX_INPUT_BYTES } from "./pipelines.schemas";
 import { assertCanRun } from "./run-permissions";
 import { SETTLED } from "./run-state";
 
-/**
- * The run object's RPC surface. Stated here because the generated stub type cannot express
- * JSON values typed `unknown` (node outputs); the object returns exactly these plain shapes.
- */
-interface RunObjectApi {
-  start(init: RunInit): Promise<RunView>;
-  status(): Promise<RunView | null>;
-  waitUntilSettled(timeoutMs: number): Promise<RunView | null>;
-  waitForChange(known: number, timeoutMs: number): Promise<RunView | null>;
-  pause(): Promise<RunActionResult>;
-  /** Approves exactly these awaiting approval nodes; refuses if others wait. */
-  resume(approvals?: string[]): Promise<RunActionResult>;
-  terminate(): Promise<RunActionResult>;
-}
-
 /** One run, one object: the run id names it. */
-export function runStub(env: Env, runId: string): RunObjectApi {
-  return env.PIPELINE_RUNS.get(env.PIPELINE_RUNS.idFromName(runId)) as unknown as RunObjectApi;
+export function runStub(env: Env, runId: string): RpcSurface<PipelineRunObject> {
+  return rpcStub(env.PIPELINE_RUNS, runId);
 }
 
 const syncWaitMs = (env: Env): number => intSetting(env.PIPELINE_SYNC_WAIT_SECONDS, 120) * 1000;

@@ -12,6 +12,8 @@ import { visibleKnowledgeBase } from "../knowledge-bases/knowledge-bases.service
 import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
 import type { QueryResult } from "../knowledge-bases/query.service";
 import { getTransformation, runTransformation } from "../transformations/transformations.service";
+import { NodeFailure } from "./node-failure";
+import { runChildPipeline } from "./pipeline-runs.service";
 
 /**
  * What node executors need from the rest of Loom. Executors call only this interface, so a
@@ -68,12 +70,7 @@ export interface NodeServices {
 }
 
 /** A failure whose message is meant for the user (shown as the node's and the run's error). */
-export class NodeFailure extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "NodeFailure";
-  }
-}
+export { NodeFailure } from "./node-failure";
 
 /**
  * The provider registry's model name for an llm node: `<connection>/<model>`. A `connection_id`
@@ -146,8 +143,6 @@ export function productionNodeServices(env: Env): NodeServices {
       return { text: result.text, model: result.model };
     },
     async runPipeline(auth, pipelineId, inputs, request) {
-      // Imported lazily: the run service depends on the run object, which depends on this file.
-      const { runChildPipeline } = await import("./pipeline-runs.service");
       return runChildPipeline(env, auth, pipelineId, inputs, request);
     },
     async checkKnowledgeBase(auth, knowledgeBaseId) {

@@ -5,7 +5,7 @@ import { connections, users } from "../../db/schema/identity";
 import { pipelines } from "../../db/schema/pipelines";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { assertCanCreate, assertVisible, assertWritable, listEnvelope, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
+import { assertCanCreate, assertVisible, assertWritable, listEnvelope, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
 import { validateGraph, type PipelineGraph } from "./pipeline-graph";
 import { nodeServicesProvider, parseKnowledgeBaseQuery, type NodeServices } from "./pipeline-services";
 import { deleteRunIndex, terminateActiveRuns } from "./pipeline-run-control";
@@ -14,44 +14,10 @@ import { checkRunTree } from "./run-tree-bounds";
 import type { EditorDocument } from "./editor-format";
 import type { PipelineEdge, PipelineNode } from "./pipelines.schemas";
 
-export const DEFAULT_MAX_STEPS = 1000;
-export const DEFAULT_NODE_TIMEOUT_SECONDS = 300;
-
-export interface PipelineSettings {
-  max_steps: number;
-  node_timeout_seconds: number;
-}
-
-type PipelineRow = typeof pipelines.$inferSelect;
-
-export interface PipelineRecord {
-  _id: string;
-  name: string;
-  description: string;
-  nodes: PipelineNode[];
-  edges: PipelineEdge[];
-  settings: PipelineSettings;
-  version: number;
-  branchId: string;
-  /** The definition as the editor format sent it; null when it was given in Loom's format. */
-  editor: EditorDocument | null;
-  ownerId: string;
-  orgId: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-function toRecord(row: PipelineRow): PipelineRecord {
-  return {
-    ...ownedRecordFields(row),
-    nodes: JSON.parse(row.nodes) as PipelineNode[],
-    edges: JSON.parse(row.edges) as PipelineEdge[],
-    settings: { max_steps: DEFAULT_MAX_STEPS, node_timeout_seconds: DEFAULT_NODE_TIMEOUT_SECONDS, ...(JSON.parse(row.settings) as Partial<PipelineSettings>) },
-    version: row.version,
-    branchId: row.branchId ?? row.id,
-    editor: row.editor ? (JSON.parse(row.editor) as EditorDocument) : null,
-  };
-}
+// The stored form and the lookup live apart (pipeline-records.ts) so the run modules can load a
+// pipeline without importing this service, which imports them back.
+export { DEFAULT_MAX_STEPS, DEFAULT_NODE_TIMEOUT_SECONDS, loadPipeline, type PipelineRecord, type PipelineSettings } from "./pipeline-records";
+import { toRecord, type PipelineRecord, type PipelineSettings } from "./pipeline-records";
 
 /**
  * A pipeline as fetch and list answer it. Created (or last saved) in Loom's format: `nodes` is
@@ -200,31 +166,6 @@ export async function updatePipeline(env: Env, auth: AuthContext, id: string, in
   );
   if (updated.length === 0) throw notFound("pipeline");
   return { status: "success", id, branch_id: updated[0].branchId ?? id, version: updated[0].version };
-}
-
-/**
- * Validated graphs by pipeline id and version. A version never changes once written, so a graph
- * checked once is reused by every later run of it in this isolate (the row is still read, for
- * tenancy and to learn the current version).
- */
-const graphCache = new Map<string, PipelineGraph>();
-const GRAPH_CACHE_SIZE = 500;
-
-function graphOf(record: PipelineRecord): PipelineGraph {
-  const key = `${record._id}@${record.version}`;
-  const cached = graphCache.get(key);
-  if (cached) return cached;
-  const graph = validateGraph(record.nodes, record.edges);
-  if (graphCache.size >= GRAPH_CACHE_SIZE) graphCache.delete(graphCache.keys().next().value as string);
-  graphCache.set(key, graph);
-  return graph;
-}
-
-/** A pipeline the caller may see (404 otherwise), with its validated graph. */
-export async function loadPipeline(env: Env, auth: AuthContext, id: string): Promise<PipelineRecord & { graph: PipelineGraph }> {
-  const rows = await database(env).select().from(pipelines).where(eq(pipelines.id, id)).limit(1);
-  const record = toRecord(assertVisible(rows[0], auth, "pipeline"));
-  return { ...record, graph: graphOf(record) };
 }
 
 export async function fetchPipeline(env: Env, auth: AuthContext, query: FetchQueryInput) {
