@@ -17,23 +17,8 @@ export const MAX_AGENT_DEPTH = 3;
 /** Longest a non-streaming run request waits before answering the run id and its state. */
 export const RUN_WAIT_MS = 120_000;
 
-/**
- * The run object's RPC surface with its plain return shapes (RPC's inferred types turn the
- * JSON values typed `unknown` into `never`; the object returns exactly these).
- */
-export type AgentRunActionResult = { ok: true; run: AgentRunView } | { ok: false; status: string; error: string };
-interface AgentRunApi {
-  start(init: AgentRunInit): Promise<AgentRunView>;
-  startStreaming(init: AgentRunInit): Promise<ReadableStream<Uint8Array>>;
-  status(): Promise<AgentRunView | null>;
-  waitUntilSettled(timeoutMs: number): Promise<AgentRunView | null>;
-  decide(decisions: Decision[]): Promise<AgentRunActionResult>;
-  terminate(): Promise<AgentRunActionResult>;
-}
-
-export function runStub(env: Env, runId: string): AgentRunApi {
-  return env.AGENT_RUNS.get(env.AGENT_RUNS.idFromName(runId)) as unknown as AgentRunApi;
-}
+export { runStub, type AgentRunActionResult } from "./agent-run-stub";
+import { runStub } from "./agent-run-stub";
 
 /**
  * The agent as a runner may use it: same organization and visible to the caller. A published
@@ -171,7 +156,3 @@ export async function terminateAgentRun(env: Env, auth: AuthContext, agentId: st
 }
 
 /** Ends every run of the agent still running or paused (the agent is being deleted). */
-export async function terminateActiveAgentRuns(env: Env, agentId: string): Promise<void> {
-  const active = await database(env).select({ id: agentRuns.id }).from(agentRuns).where(and(eq(agentRuns.agentId, agentId), inArray(agentRuns.status, ["running", "paused"])));
-  await Promise.all(active.map((run) => runStub(env, run.id).terminate()));
-}

@@ -6,6 +6,7 @@ import { users } from "../../db/schema/identity";
 import { AppError, invalidInput, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { hasRole } from "../../middleware/auth";
+import { terminateActiveAgentRuns } from "./agent-run-stub";
 import { agentDescription, type AgentRow } from "./agents.records";
 
 /**
@@ -111,7 +112,6 @@ export async function listSharedWithMe(env: Env, auth: AuthContext) {
 export async function deleteAgent(env: Env, auth: AuthContext, agentId: string): Promise<void> {
   const row = await writableAgent(env, auth, agentId);
   // A deleted agent's runs in progress stop too: their tools would go on acting as its owner.
-  const { terminateActiveAgentRuns } = await import("./agent-runs.service");
   await terminateActiveAgentRuns(env, row.id);
   const db = database(env);
   await db.batch([
