@@ -74,7 +74,7 @@ const NEEDS: { option: keyof QueryInput["config"]; hook: keyof QueryHooks; conne
  * `fusion_method: "weighted"` without `alpha` uses the neutral 0.5.
  */
 export const DEFAULT_FUSION = "weighted" as const;
-export const DEFAULT_ALPHA = 0.3;
+export const DEFAULT_ALPHA = 0.2;
 
 const UNIT_ALIASES: Record<string, RetrievalUnit> = { chunks: "chunks", chunk: "chunks", documents: "documents", document: "documents", pages: "pages", page: "pages" };
 
