@@ -24,9 +24,8 @@ const STANDARDISE_HEAD = 100;
 
 /**
  * Scores as z-scores (mean and spread of the list's head), and the score an item missing from the
- * list gets: the list's lowest, or 0 if that is higher. Unlike min-max, one far-ahead item does not
- * squash the rest of its list, and a list whose scores barely differ (a weak vector side on a
- * wordy query) does not pass its noise on at full strength.
+ * list gets: the list's lowest, or 0 if that is higher. Unlike min-max, a list's scale is set by
+ * its head as a whole rather than by its two extremes (one far-ahead hit, one stray tail item).
  */
 function standardise<K extends string | number>(list: Scored<K>[]): { z: Map<K, number>; missing: number } {
   const z = new Map<K, number>();
