@@ -174,7 +174,9 @@ export class ChunkRetriever {
       if (request.mode === "hybrid" && query.vector && vector.length && keyword.length) {
         const top = fuseHalves(keyword, vector, request).slice(0, VECTOR_FEEDBACK.docs);
         const feedbackVectors = top.map((t) => this.vectors.valuesOf(t.id)).filter((v): v is number[] => v !== undefined);
-        if (feedbackVectors.length) vector = this.vectors.nearest(rocchio(query.vector, feedbackVectors), request.depth, allowed).map((r) => ({ id: r.rowid, score: r.score }));
+        // Rescored over the candidates the two halves already found, not a second scan of every vector.
+        const candidates = new Set([...vector, ...keyword].map((c) => c.id));
+        if (feedbackVectors.length) vector = this.vectors.nearest(rocchio(query.vector, feedbackVectors), request.depth, candidates).map((r) => ({ id: r.rowid, score: r.score }));
       }
       return fuseHalves(keyword, vector, request);
     });
