@@ -1,9 +1,9 @@
 /**
  * Pseudo-relevance feedback on the vector side (Rocchio): the query's embedding is moved towards
- * the mean embedding of the top chunks of its first fused ranking, and the nearest neighbours are
- * searched once more. A short or wordy query embeds poorly with a static embedder; the top chunks
- * that both halves agree on say better what it is about. Costs one more scan of the in-memory
- * vectors (about 2 ms at 100k chunks). Measured in `npm run eval:retrieval` (BENCHMARKS.md).
+ * the mean embedding of the top chunks of its first fused ranking, and the candidates both halves
+ * found are rescored with it. A short or wordy query embeds poorly with a static embedder; the top
+ * chunks that both halves agree on say better what it is about. Measured in `npm run
+ * eval:retrieval` (BENCHMARKS.md).
  */
 export const VECTOR_FEEDBACK = {
   /** Top chunks of the first fused ranking whose embeddings are averaged. */
