@@ -2,6 +2,8 @@ import { filterToSql, matchesFilter, type FilterNode } from "./metadata-filter";
 import { MAX_TOP_K, type VectorMatch, type VectorMetadata } from "./vector-index";
 import { matchExpression, queryTermCounts, selectTerms } from "./keyword-query";
 import { expandWithFeedback, FEEDBACK, feedbackWords } from "./keyword-feedback";
+import { boostTitles, leadingTitle, TITLE_BOOST } from "./title-boost";
+import { rocchio, VECTOR_FEEDBACK } from "./vector-feedback";
 import type { VectorStore } from "./vector-store";
 import type { KeywordScorer } from "./keyword-scorer";
 import type { Scored } from "./hybrid-search";
@@ -87,7 +89,7 @@ export class ChunkRetriever {
     try {
       const query = this.keywords.weightedStems(new Map(chosen.map((t) => [t, counts.get(t) ?? 1])));
       const hits = this.keywords.scoreStems(query, topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
-      if (feedback === false || hits.length < 2) return hits;
+      if (feedback === false || hits.length < 2) return this.boostTitles(hits, query);
       const top = (feedback === true ? hits : feedback(hits)).slice(0, FEEDBACK.docs);
       const texts = new Map(this.rowsByRowid(top.map((h) => h.id), "text").map((r) => [r.rowid, r.text ?? ""]));
       const docs = top.map((h) => ({ stems: this.keywords.weightedStems(feedbackWords(texts.get(h.id) ?? "")), score: h.score }));
@@ -95,7 +97,8 @@ export class ChunkRetriever {
         const { chunks, df } = this.keywords.stemFrequency(stem);
         return Math.log(1 + chunks / (1 + df));
       };
-      return this.keywords.scoreStems(expandWithFeedback(query, docs, idf), topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
+      const expanded = expandWithFeedback(query, docs, idf);
+      return this.boostTitles(this.keywords.scoreStems(expanded, topK, allowed).map((r) => ({ id: r.rowid, score: r.score })), expanded);
     } catch (error) {
       logEvent("warn", "keyword_scorer_failed", { fallback: "FTS5 rank", cause: causeChain(error) });
       const where = filter ? filterToSql(filter) : undefined;
@@ -109,6 +112,18 @@ export class ChunkRetriever {
         .toArray()
         .map((r) => ({ id: r.rowid, score: r.score }));
     }
+  }
+
+  /** The BM25 ranking's head re-ranked with its documents' titles (title-boost.ts). */
+  private boostTitles(hits: Scored<number>[], query: Map<string, number>): Scored<number>[] {
+    const head = this.rowsByRowid(hits.slice(0, TITLE_BOOST.rerank).map((h) => h.id), "text, position");
+    const titles = new Map<number, string[]>();
+    for (const row of head) {
+      const title = leadingTitle(row.text ?? "", row.position);
+      if (title) titles.set(row.rowid, [...this.keywords.weightedStems(feedbackWords(title)).keys()]);
+    }
+    if (titles.size === 0) return hits;
+    return boostTitles(hits, (rowid) => titles.get(rowid), query, (stem) => this.keywords.idfOf(stem));
   }
 
   /** BM25 over FTS5, restricted by the filter (pseudo-relevance feedback reads this directly). */
@@ -154,6 +169,16 @@ export class ChunkRetriever {
       // Feedback chunks come from the first pass fused with the vector half when there is one:
       // the fused ranking's top is more often relevant than BM25's alone.
       const keyword = request.mode !== "vector" ? this.keywordRows(query.text, request.depth, request.filter, allowed, vector.length ? (first) => fuseHalves(first, vector, request) : true) : [];
+      // Vector feedback (vector-feedback.ts): the query's embedding moved towards the top chunks
+      // both halves agree on, searched once more. Only for the object's own vectors (Vectorize
+      // answered before the call).
+      if (request.mode === "hybrid" && query.vector && vector.length && keyword.length) {
+        const top = fuseHalves(keyword, vector, request).slice(0, VECTOR_FEEDBACK.docs);
+        const feedbackVectors = top.map((t) => this.vectors.valuesOf(t.id)).filter((v): v is number[] => v !== undefined);
+        // Rescored over the candidates the two halves already found, not a second scan of every vector.
+        const candidates = new Set([...vector, ...keyword].map((c) => c.id));
+        if (feedbackVectors.length) vector = this.vectors.nearest(rocchio(query.vector, feedbackVectors), request.depth, candidates).map((r) => ({ id: r.rowid, score: r.score }));
+      }
       return fuseHalves(keyword, vector, request);
     });
     const shortlist = fuseQueries(perQuery, request.dataFusion)

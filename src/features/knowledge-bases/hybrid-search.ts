@@ -1,6 +1,6 @@
 /**
- * Rank fusion. Reciprocal rank fusion needs no score calibration; weighted fusion min-max
- * normalises each list to [0, 1] first, then mixes `alpha * vector + (1 - alpha) * keyword`.
+ * Rank fusion. Reciprocal rank fusion needs no score calibration; weighted fusion standardises
+ * each list's scores first, then mixes `alpha * vector + (1 - alpha) * keyword`.
  */
 export interface Scored<K extends string | number = string> {
   id: K;
@@ -19,26 +19,42 @@ export function reciprocalRankFusion<K extends string | number>(lists: Scored<K>
   return sortScores(scores);
 }
 
-function normalise<K extends string | number>(list: Scored<K>[]): Map<K, number> {
-  const out = new Map<K, number>();
-  if (list.length === 0) return out;
-  let min = Infinity;
-  let max = -Infinity;
+/** A list's scores are standardised over its first this many items: the candidates that compete for the top. */
+const STANDARDISE_HEAD = 100;
+
+/**
+ * Scores as z-scores (mean and spread of the list's head), and the score an item missing from the
+ * list gets: the list's lowest, or 0 if that is higher. Unlike min-max, a list's scale is set by
+ * its head as a whole rather than by its two extremes (one far-ahead hit, one stray tail item).
+ */
+function standardise<K extends string | number>(list: Scored<K>[]): { z: Map<K, number>; missing: number } {
+  const z = new Map<K, number>();
+  if (list.length === 0) return { z, missing: 0 };
+  const head = list.slice(0, STANDARDISE_HEAD);
+  const mean = head.reduce((a, item) => a + item.score, 0) / head.length;
+  const spread = Math.sqrt(head.reduce((a, item) => a + (item.score - mean) ** 2, 0) / head.length);
+  let lowest = 0;
   for (const item of list) {
-    min = Math.min(min, item.score);
-    max = Math.max(max, item.score);
+    // All scores equal: being in the list is all it says.
+    const value = spread > 0 ? (item.score - mean) / spread : 1;
+    z.set(item.id, value);
+    lowest = Math.min(lowest, value);
   }
-  const span = max - min;
-  for (const item of list) out.set(item.id, span > 0 ? (item.score - min) / span : 1);
-  return out;
+  return { z, missing: lowest };
 }
 
+/**
+ * `alpha * vector + (1 - alpha) * keyword` over standardised scores (CombSUM of z-scores): 0 is an
+ * average candidate, the best are a few units above. Left unscaled on purpose: keyword feedback
+ * weighs its feedback chunks by these scores, and rescaling the list to [0, 1] made the top five
+ * weigh nearly the same (measured lower on both collections, BENCHMARKS.md).
+ */
 export function weightedFusion<K extends string | number>(vector: Scored<K>[], keyword: Scored<K>[], alpha: number): Scored<K>[] {
-  const v = normalise(vector);
-  const k = normalise(keyword);
-  const scores = new Map<K, number>();
-  for (const id of new Set([...v.keys(), ...k.keys()])) scores.set(id, alpha * (v.get(id) ?? 0) + (1 - alpha) * (k.get(id) ?? 0));
-  return sortScores(scores);
+  const v = standardise(vector);
+  const k = standardise(keyword);
+  const mixed = new Map<K, number>();
+  for (const id of new Set([...v.z.keys(), ...k.z.keys()])) mixed.set(id, alpha * (v.z.get(id) ?? v.missing) + (1 - alpha) * (k.z.get(id) ?? k.missing));
+  return sortScores(mixed);
 }
 
 /** Fuses the result lists of several queries by each item's best score. */

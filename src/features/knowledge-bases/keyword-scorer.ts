@@ -22,6 +22,12 @@ export function wordCount(text: string): number {
   return n;
 }
 
+/** FTS5's bm25() idf: ln((N - df + 0.5) / (df + 0.5)), floored at 1e-6 so a term in most chunks still counts a little. */
+function bm25Idf(chunks: number, df: number): number {
+  const idf = Math.log((chunks - df + 0.5) / (df + 0.5));
+  return idf > 0 ? idf : 1e-6;
+}
+
 /**
  * BM25 over a knowledge base's FTS5 index (`items_fts`, read through the `items_terms` fts5vocab
  * table), computed in memory: FTS5 holds the index and does tokenizing and stemming, while the
@@ -143,6 +149,13 @@ export class KeywordScorer {
     return out;
   }
 
+  /** A stem's BM25 idf, as scoreStems weighs it (FTS5's formula, floored just above 0 for stems in most chunks). */
+  idfOf(stem: string): number {
+    const { count } = this.chunkLengths();
+    const df = this.postingsOf(stem).rows.length;
+    return bm25Idf(count, df);
+  }
+
   /** Chunks in the keyword index, and how many hold a stem (its posting list's length). */
   stemFrequency(stem: string): { chunks: number; df: number } {
     return { chunks: this.chunkLengths().count, df: this.postingsOf(stem).rows.length };
@@ -250,9 +263,7 @@ export class KeywordScorer {
     for (const [stem, weight] of stems) {
       const { rows, tfs } = this.postingsOf(stem);
       if (rows.length === 0 || !(weight > 0)) continue;
-      let idf = Math.log((count - rows.length + 0.5) / (rows.length + 0.5));
-      if (idf <= 0) idf = 1e-6;
-      const w = idf * weight * (BM25_K1 + 1);
+      const w = bm25Idf(count, rows.length) * weight * (BM25_K1 + 1);
       for (let i = 0; i < rows.length; i++) {
         const rowid = rows[i];
         // 0: no stored length, so not a keyword row this scorer knows (never expected; never scored as length -1).

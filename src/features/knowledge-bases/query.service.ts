@@ -69,12 +69,13 @@ const NEEDS: { option: keyof QueryInput["config"]; hook: keyof QueryHooks; conne
 ];
 
 /**
- * Hybrid defaults, chosen by measurement (`npm run eval:retrieval`, Cranfield): weighted fusion
- * leaning on BM25 (alpha 0.3) beat RRF and alpha 0.5 with the offline static embedder. An explicit
+ * Hybrid defaults, chosen by measurement (`npm run eval:retrieval`, Cranfield and CISI, one
+ * setting for both): weighted fusion of z-scores leaning on BM25 (alpha 0.2) beat RRF, alpha 0.3
+ * and min-max normalisation with the offline static embedder. An explicit
  * `fusion_method: "weighted"` without `alpha` uses the neutral 0.5.
  */
 export const DEFAULT_FUSION = "weighted" as const;
-export const DEFAULT_ALPHA = 0.3;
+export const DEFAULT_ALPHA = 0.2;
 
 const UNIT_ALIASES: Record<string, RetrievalUnit> = { chunks: "chunks", chunk: "chunks", documents: "documents", document: "documents", pages: "pages", page: "pages" };
 
