@@ -21,7 +21,9 @@ const DeploymentSettings = z
 export const ChatbotRecord = z
   .object({
     ...ownedRecordShape,
-    pipeline: z.object({ id: z.string(), object_id: z.string(), input: z.string().nullable(), output: z.string().nullable() }).nullable(),
+    pipeline: z
+      .object({ id: z.string().nullable(), object_id: z.string().nullable(), input: z.string().nullable(), output: z.string().nullable() })
+      .openapi({ description: "The pipeline the chatbot runs; its ids are null for a chatbot answering through knowledge bases" }),
     input: z.string().nullable().openapi({ description: "The pipeline input the message goes to (the hosted SDK's name)" }),
     output: z.string().nullable().openapi({ description: "The pipeline output that answers (the hosted SDK's name)" }),
     knowledgeBaseIds: z.array(z.string()),
