@@ -77,6 +77,11 @@ export default defineConfig({
         ],
         test: { name: "vectorize", include: ["test/knowledge-bases/knowledge-bases.*.test.ts"], ...common },
       },
+      {
+        // The generated-client check, in Node: Loom started as `npm start` starts it, its live
+        // /openapi.json through openapi-typescript, and a sample client type-checked and run.
+        test: { name: "client", include: ["test-client/**/*.test.ts"], environment: "node", testTimeout: 120_000, hookTimeout: 180_000 },
+      },
     ],
   },
 });
