@@ -158,4 +158,7 @@ export const PublicChatbotProfile = z
   })
   .openapi("PublicChatbotProfile");
 export const VisitorSessionResult = z.object({ ...ok, visitor_session: z.string(), expires_at: z.string() }).openapi("VisitorSessionResult");
-export const WebhookReply = z.record(z.string(), z.unknown()).openapi("ChatWorkspaceWebhookReply");
+/** The URL verification challenge echoed back, or the event's acknowledgement (the answer is posted through the workspace's API). */
+export const WebhookReply = z
+  .union([z.object({ challenge: z.string() }), z.object({ ok: z.literal(true), ignored: z.boolean().optional() })])
+  .openapi("ChatWorkspaceWebhookReply");
