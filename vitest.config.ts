@@ -53,7 +53,6 @@ function fakeWebWorker() {
 const fakeWebBindings = { WEB_FETCHER: { name: "fake-web", entrypoint: "FakeWeb" }, FAKE_WEB: { name: "fake-web", entrypoint: "FakeWebControl" } };
 
 /**
-<<<<<<< HEAD
  * workerd's own "uncaught exception" lines: the durability tests crash Durable Objects on purpose
  * (state.abort("simulated crash")), and workerd then reports each broken output gate, unlabelled,
  * on stderr. What a test must notice fails its assertions; the lines only buried the report.
@@ -61,14 +60,6 @@ const fakeWebBindings = { WEB_FETCHER: { name: "fake-web", entrypoint: "FakeWeb"
  */
 const verbose = process.env.WORKERD_VERBOSE === "1";
 
-const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000 };
-=======
- * `isolate: false`: a pool worker (one Miniflare, one workerd) runs test file after test file instead
- * of being started afresh for each of the 67 files, and keeps the Worker's modules (and what they
- * build once: compiled wasm, the embedding table) loaded. Starting workerd and evaluating the app
- * again per file was most of `npm test`'s time. Files stay independent: each seeds its own
- * organization with unique names (test/helpers.ts), and a worker runs one file at a time.
- */
 /**
  * Files that get a workerd of their own: the hostile-PDF test in knowledge-bases.security (pdf.js in
  * the parser's Dynamic Worker, up to its CPU limit) ran 2-4 s in a fresh runtime but passed its 30 s
@@ -76,24 +67,25 @@ const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeo
  */
 const FRESH_RUNTIME = ["test/knowledge-bases/knowledge-bases.security.test.ts"];
 
+/**
+ * `isolate: false`: a pool worker (one Miniflare, one workerd) runs test file after test file instead
+ * of being started afresh for each of the 67 files, and keeps the Worker's modules (and what they
+ * build once: compiled wasm, the embedding table) loaded. Starting workerd and evaluating the app
+ * again per file was most of `npm test`'s time. Files stay independent: each seeds its own
+ * organization with unique names (test/helpers.ts), and a worker runs one file at a time.
+ */
 const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000, isolate: false };
->>>>>>> i15b
 
 export default defineConfig({
   test: {
     projects: [
       {
-<<<<<<< HEAD
         plugins: [cloudflareTest({ verbose, wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
-        test: { name: "loom", include: ["test/**/*.test.ts"], ...common },
-=======
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
         test: { name: "loom", include: ["test/**/*.test.ts"], exclude: FRESH_RUNTIME, ...common },
       },
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
+        plugins: [cloudflareTest({ verbose, wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
         test: { name: "loom-fresh", include: FRESH_RUNTIME, ...common, isolate: true },
->>>>>>> i15b
       },
       {
         // The knowledge-base suites again, with vectors in a Vectorize index (KB_VECTOR_BACKEND =
@@ -111,6 +103,11 @@ export default defineConfig({
           }),
         ],
         test: { name: "vectorize", include: ["test/knowledge-bases/knowledge-bases.*.test.ts"], ...common },
+      },
+      {
+        // The generated-client check, in Node: Loom started as `npm start` starts it, its live
+        // /openapi.json through openapi-typescript, and a sample client type-checked and run.
+        test: { name: "client", include: ["test-client/**/*.test.ts"], environment: "node", testTimeout: 120_000, hookTimeout: 180_000 },
       },
     ],
   },

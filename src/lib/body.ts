@@ -121,12 +121,27 @@ export function withoutNullMembers(value: unknown): unknown {
   return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== null));
 }
 
+/**
+ * A file part's name as the client meant it. `aiohttp` (the SDK's async twins) percent-encodes
+ * the name it sends (the path as opened: `%2Ftmp%2Fnotes.txt`), which `requests` and browsers do
+ * not; decoded, it reads as the same name the sync client would send for that path.
+ */
+export function partFileName(raw: string): string {
+  if (!/%[0-9A-Fa-f]{2}/.test(raw)) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    // Not valid percent-encoding: the name as written.
+    return raw;
+  }
+}
+
 async function fileToValue(file: File): Promise<FilePartValue> {
   const bytes = new Uint8Array(await file.arrayBuffer());
   return {
     type: "file",
     raw_bytes: toBase64(bytes),
-    metadata: { name: file.name, mime_type: file.type || "application/octet-stream", size: bytes.length },
+    metadata: { name: partFileName(file.name), mime_type: file.type || "application/octet-stream", size: bytes.length },
   };
 }
 

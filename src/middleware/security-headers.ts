@@ -15,8 +15,12 @@ export interface PagePolicy {
   frameAncestors?: string[];
 }
 
-/** A source expression: a quoted keyword or hash, or a bare origin. Anything else could smuggle in a directive. */
-const SOURCE = /^(?:'(?:self|none|sha256-[A-Za-z0-9+/]+={0,2})'|https?:\/\/[A-Za-z0-9.-]+(?::\d{1,5})?)$/;
+/**
+ * A source expression: a quoted keyword or hash, a bare origin, or the `data:` scheme (which a
+ * page opts into per directive: /docs for Swagger UI's inline icons). Anything else could smuggle
+ * in a directive.
+ */
+const SOURCE = /^(?:'(?:self|none|sha256-[A-Za-z0-9+/]+={0,2})'|https?:\/\/[A-Za-z0-9.-]+(?::\d{1,5})?|data:)$/;
 
 function sources(list: string[] | undefined): string {
   const safe = (list ?? []).filter((source) => SOURCE.test(source));

@@ -24,6 +24,11 @@ describe("API documentation", () => {
     const response = await call("/docs");
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/html");
+    // Swagger UI's icons are data: URLs: allowed for images on this page, and nothing else widened.
+    const csp = response.headers.get("content-security-policy") ?? "";
+    expect(csp.split("; ")).toEqual(expect.arrayContaining(["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self' data:", "frame-ancestors 'none'"]));
+    expect(csp.match(/data:/g)).toHaveLength(1);
+    for (const other of ["/", "/openapi.json", "/docs/loom-docs.js", "/v1/knowledge-bases"]) expect((await call(other)).headers.get("content-security-policy") ?? "", other).not.toContain("data:");
     const html = await response.text();
     // Works offline: every script and stylesheet is a same-origin path, and nothing runs inline.
     const sources = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);

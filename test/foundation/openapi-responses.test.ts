@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { bearer, call, form, json, seedOrg } from "../helpers";
 import { createKb, indexText } from "../knowledge-bases/kb-fixtures";
 import { SMALLEST, createPipeline } from "../pipelines/fixtures";
-import { checkResponse, openApiDoc, operations, type Operation } from "./openapi-contract";
+import { checkResponse, openApiDoc, operations, type OpenApiDoc, type Operation } from "./openapi-contract";
 
 const ERROR_COMPONENT: Record<"A" | "B", (status: number) => string> = {
   A: (status) => (status === 401 ? "Unauthorized" : "GroupAError"),
@@ -14,14 +14,31 @@ const refOf = (op: Operation, status: string): string | undefined => {
   return schema?.$ref?.replace("#/components/schemas/", "");
 };
 
-/** A success schema with neither a name nor properties documents nothing a client could type. */
-function untypedSuccess(op: Operation): boolean {
-  const success = Object.entries(op.responses).find(([status]) => status.startsWith("2"));
-  if (!success) return true;
-  const content = success[1].content ?? {};
-  const jsonSchema = content["application/json"]?.schema as { $ref?: string; properties?: unknown; type?: string; items?: unknown } | undefined;
-  if (!jsonSchema) return Object.keys(content).length === 0;
-  return !jsonSchema.$ref && !jsonSchema.properties && !jsonSchema.items;
+type SchemaNode = { $ref?: string; properties?: Record<string, unknown>; items?: unknown; type?: string; allOf?: SchemaNode[]; anyOf?: SchemaNode[]; oneOf?: SchemaNode[] };
+
+/** Whether a schema, with its $ref followed (as a generated client follows it), says anything a client could type. */
+function hasShape(doc: OpenApiDoc, schema: SchemaNode | undefined, seen = new Set<string>()): boolean {
+  if (!schema) return false;
+  if (schema.$ref) {
+    const name = schema.$ref.replace("#/components/schemas/", "");
+    if (seen.has(name)) return true;
+    seen.add(name);
+    return hasShape(doc, doc.components.schemas[name] as SchemaNode | undefined, seen);
+  }
+  const parts = [...(schema.allOf ?? []), ...(schema.anyOf ?? []), ...(schema.oneOf ?? [])];
+  if (parts.length > 0) return parts.every((part) => hasShape(doc, part, seen));
+  if (schema.properties) return Object.keys(schema.properties).length > 0;
+  return schema.items !== undefined || (typeof schema.type === "string" && schema.type !== "object");
+}
+
+/** A success with no body schema, or one that is empty once its $ref is followed, documents nothing a client could type. */
+function untypedSuccess(doc: OpenApiDoc, op: Operation): boolean {
+  const successes = Object.entries(op.responses).filter(([status]) => status.startsWith("2"));
+  if (successes.length === 0) return true;
+  return successes.some(([, answer]) => {
+    const content = Object.values(answer.content ?? {});
+    return content.length === 0 || content.some((media) => !hasShape(doc, media.schema as SchemaNode));
+  });
 }
 
 describe("/openapi.json documents every response", () => {
@@ -33,7 +50,7 @@ describe("/openapi.json documents every response", () => {
     for (const [method, path, op] of operations(doc)) {
       const label = `${method.toUpperCase()} ${path}`;
       const group = path.startsWith("/v1/") ? "A" : "B";
-      if (untypedSuccess(op)) untyped.push(label);
+      if (untypedSuccess(doc, op)) untyped.push(label);
       if (!op.responses["500"]) problems.push(`${label}: no 500`);
       if (op.security?.length && !op.responses["401"]) problems.push(`${label}: authenticated but no 401`);
       for (const status of Object.keys(op.responses).filter((s) => Number(s) >= 400)) {
@@ -43,6 +60,15 @@ describe("/openapi.json documents every response", () => {
     }
     expect(problems).toEqual([]);
     expect(untyped, "operations whose success body is not typed").toEqual([]);
+  });
+
+  it("the error bodies are the contract's shapes: {status: failed, error}, {error}, {detail}, {detail: [{loc, msg, type}]}", async () => {
+    const { schemas } = (await openApiDoc()).components;
+    expect(schemas.GroupAError).toMatchObject({ type: "object", required: expect.arrayContaining(["status", "error"]), properties: { status: { type: "string", enum: ["failed"] }, error: { type: "string" } } });
+    expect(schemas.Unauthorized).toMatchObject({ type: "object", required: ["error"], properties: { error: { type: "string" } } });
+    expect(schemas.GroupBError).toMatchObject({ type: "object", required: ["detail"], properties: { detail: { type: "string" } } });
+    expect(schemas.HTTPValidationError).toMatchObject({ type: "object", required: ["detail"], properties: { detail: { type: "array", items: { $ref: "#/components/schemas/ValidationError" } } } });
+    expect(schemas.ValidationError).toMatchObject({ type: "object", required: expect.arrayContaining(["loc", "msg", "type"]), properties: { msg: { type: "string" }, type: { type: "string" } } });
   });
 
   it("the seed's named agent types are components under those names", async () => {

@@ -45,7 +45,7 @@ describe("pipelines: definitions and run control", () => {
     const name = uniqueName();
     const id = await createPipeline(key, SMALLEST, name);
     const byId = await send(key, "GET", `/v1/pipeline?id=${id}`);
-    expect(byId.body).toMatchObject({ status: "success", object: { _id: id, name, description: "test", ownerId: org.owner.userId, orgId: org.orgId, nodes: SMALLEST.nodes, edges: SMALLEST.edges } });
+    expect(byId.body).toMatchObject({ status: "success", object: { _id: id, name, description: "test", ownerId: org.owner.userId, orgId: org.orgId, graph: { nodes: SMALLEST.nodes, edges: SMALLEST.edges }, edges: SMALLEST.edges } });
     expect(byId.body.object).toHaveProperty("createdAt");
     const byName = await send(key, "GET", `/v1/pipeline?name=${encodeURIComponent(name)}`);
     expect((byName.body.object as { _id: string })._id).toBe(id);

@@ -178,10 +178,11 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     });
     expect(loom.status).toBe(200);
     const fetched = await sdkRequest(key, "GET", "/pipeline", { query: { id: String(loom.body.id) } });
-    // Loom's format keeps its answer and its list of nodes; the branch and version are added.
+    // Loom's format keeps its answer; fetch answers the editor's dict of nodes the SDK parses
+    // (sdk-fetch-shapes.test.ts), with Loom's list of nodes under graph; the branch and version are added.
     expect(loom.body).toEqual({ status: "success", id: expect.any(String) });
     const object = fetched.body.object as Body;
-    expect(object).toMatchObject({ format: "loom", version: 1, nodes: [{ id: "in" }, { id: "out" }], mainBranch: expect.any(String) });
+    expect(object).toMatchObject({ format: "loom", version: 1, graph: { nodes: [{ id: "in" }, { id: "out" }] }, nodes: { in: { type: "input" }, out: { type: "output" } }, mainBranch: expect.any(String) });
     expect(object.branch_id).toBe(object.mainBranch);
   });
 

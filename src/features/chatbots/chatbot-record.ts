@@ -80,7 +80,9 @@ export function chatbotRecord(row: ChatbotRow) {
   const workspace = parseObject<ChatWorkspaceSettings>(row.chatworkspace);
   return {
     ...ownedRecordFields(row),
-    pipeline: row.pipelineId ? { id: row.pipelineId, object_id: row.pipelineId, input: row.pipelineInput, output: row.pipelineOutput } : null,
+    // Always an object: the SDK's `Chatbot.fetch` reads `pipeline.object_id` of every chatbot, and
+    // one answering through knowledge bases has no pipeline (its ids are null, not the object).
+    pipeline: { id: row.pipelineId, object_id: row.pipelineId, input: row.pipelineInput, output: row.pipelineOutput },
     input: row.pipelineInput,
     output: row.pipelineOutput,
     knowledgeBaseIds: knowledgeBaseIdsOf(row),

@@ -122,7 +122,7 @@ export async function handleWorkspaceWebhook(
   timestamp: string | undefined,
   signature: string | undefined,
   keepAlive: (work: Promise<unknown>) => void,
-): Promise<Record<string, unknown>> {
+): Promise<{ challenge: string } | { ok: true; ignored?: boolean }> {
   const chatbot = await chatbotById(env, chatbotId);
   const settings = parseObject<ChatWorkspaceSettings>(chatbot.chatworkspace);
   if (!settings.enabled || !chatbot.chatworkspaceSigningSealed || !chatbot.chatworkspaceTokenSealed) throw notFound("chatbot");

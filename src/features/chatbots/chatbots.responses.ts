@@ -23,7 +23,9 @@ const DeploymentSettings = z
 export const ChatbotRecord = z
   .object({
     ...ownedRecordShape,
-    pipeline: z.object({ id: z.string(), object_id: z.string(), input: z.string().nullable(), output: z.string().nullable() }).nullable(),
+    pipeline: z
+      .object({ id: z.string().nullable(), object_id: z.string().nullable(), input: z.string().nullable(), output: z.string().nullable() })
+      .openapi({ description: "The pipeline the chatbot runs; its ids are null for a chatbot answering through knowledge bases" }),
     input: z.string().nullable().openapi({ description: "The pipeline input the message goes to (the hosted SDK's name)" }),
     output: z.string().nullable().openapi({ description: "The pipeline output that answers (the hosted SDK's name)" }),
     knowledgeBaseIds: z.array(z.string()),
@@ -160,4 +162,7 @@ export const PublicChatbotProfile = z
   })
   .openapi("PublicChatbotProfile");
 export const VisitorSessionResult = z.object({ ...ok, visitor_session: z.string(), expires_at: z.string() }).openapi("VisitorSessionResult");
-export const WebhookReply = z.record(z.string(), z.unknown()).openapi("ChatWorkspaceWebhookReply");
+/** The URL verification challenge echoed back, or the event's acknowledgement (the answer is posted through the workspace's API). */
+export const WebhookReply = z
+  .union([z.object({ challenge: z.string() }), z.object({ ok: z.literal(true), ignored: z.boolean().optional() })])
+  .openapi("ChatWorkspaceWebhookReply");

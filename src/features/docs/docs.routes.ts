@@ -15,8 +15,12 @@ export const OPENAPI_INFO = {
   },
 };
 
-/** The /docs page's policy: scripts, styles, images and fetches from Loom's own origin only. */
-export const DOCS_PAGE_POLICY = { scripts: ["'self'"], styles: ["'self'"], images: ["'self'"], connect: ["'self'"] };
+/**
+ * The /docs page's policy: scripts, styles and fetches from Loom's own origin only. Images may
+ * also be `data:` URLs, on this page only: Swagger UI's stylesheet draws its icons (the lock,
+ * the arrows, the copy button) as inline SVG data URLs. No other page's policy allows `data:`.
+ */
+export const DOCS_PAGE_POLICY = { scripts: ["'self'"], styles: ["'self'"], images: ["'self'", "data:"], connect: ["'self'"] };
 
 /** The chat widget's files (scripts/build-web.mjs), in the same [assets] directory as /docs/*. */
 const WIDGET_ASSETS = ["/widget.js", "/chat.js", "/chat.css"] as const;

@@ -12,18 +12,28 @@ import { MAX_DEFINITION_BYTES, MAX_EDGES, MAX_NODES, MAX_TEMPLATE_CHARS, type Pi
  * stored beside the graph, so a fetch answers it back unchanged.
  */
 
+/**
+ * The one execution mode Loom has: each node runs once per run, when its dependencies are done.
+ * The hosted platform's other modes (running a node per item of a list) are refused, not ignored.
+ */
+const EXECUTION_MODE = "normal";
+
 const NodeIdPattern = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
-export const EditorNodeSchema = z.object({
-  id: z.string().regex(NodeIdPattern, "node ids are 1-64 letters, digits, '_' or '-', starting with a letter or '_'"),
-  name: zString(1, 200).optional(),
-  type: zString(1, 60),
-  inputs: zFreeObject(MAX_TEMPLATE_CHARS * 4).optional().default({}),
-  outputs: z.array(z.string().max(200)).max(200).optional(),
-  task_name: zString(0, 200).optional(),
-  execution_mode: zString(0, 40).optional(),
-  cyclic_inputs: zFreeObject(MAX_TEMPLATE_CHARS * 4).optional(),
-});
+export const EditorNodeSchema = z
+  .object({
+    id: z.string().regex(NodeIdPattern, "node ids are 1-64 letters, digits, '_' or '-', starting with a letter or '_'"),
+    name: zString(1, 200).optional(),
+    type: zString(1, 60),
+    inputs: zFreeObject(MAX_TEMPLATE_CHARS * 4).optional().default({}),
+    outputs: z.array(z.string().max(200)).max(200).optional(),
+    task_name: zString(0, 200).optional(),
+    execution_mode: zString(0, 40).optional(),
+    cyclic_inputs: zFreeObject(MAX_TEMPLATE_CHARS * 4).optional(),
+  })
+  // The SDK sends `task_name: null` and `execution_mode: "normal"` when unset (nulls are dropped
+  // on the way in); both are stored as the SDK would answer them, so fetch gives back what was saved.
+  .transform((node) => ({ ...node, task_name: node.task_name ?? null, execution_mode: node.execution_mode ?? EXECUTION_MODE }));
 export type EditorNode = z.output<typeof EditorNodeSchema>;
 
 const editorFields = {
@@ -169,6 +179,8 @@ function toLoomNode(node: EditorNode, doc: EditorPipelineInput): PipelineNode {
   const type = node.type;
   if (!(RUNNABLE as readonly string[]).includes(type))
     throw badRequest(`node ${node.id}: node type "${type}" is not one Loom can run (Loom runs: ${RUNNABLE.join(", ")})`);
+  if (node.execution_mode !== EXECUTION_MODE)
+    throw badRequest(`node ${node.id}: execution_mode "${node.execution_mode}" is not one Loom runs (Loom runs each node once per run: "${EXECUTION_MODE}")`);
   if (node.cyclic_inputs && Object.keys(node.cyclic_inputs).length > 0) throw badRequest(`node ${node.id}: cyclic_inputs are not supported (Loom runs acyclic graphs)`);
   const inputs = setInputs(node.inputs);
   switch (type) {

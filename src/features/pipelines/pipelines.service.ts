@@ -12,6 +12,7 @@ import { deleteRunIndex, terminateActiveRuns } from "./pipeline-run-control";
 import { runLimits } from "./run-admission";
 import { checkRunTree } from "./run-tree-bounds";
 import type { EditorDocument } from "./editor-format";
+import { toEditorFormat } from "./editor-from-graph";
 import type { PipelineEdge, PipelineNode } from "./pipelines.schemas";
 
 // The stored form and the lookup live apart (pipeline-records.ts) so the run modules can load a
@@ -20,16 +21,17 @@ export { DEFAULT_MAX_STEPS, DEFAULT_NODE_TIMEOUT_SECONDS, loadPipeline, type Pip
 import { toRecord, type PipelineRecord, type PipelineSettings } from "./pipeline-records";
 
 /**
- * A pipeline as fetch and list answer it. Created (or last saved) in Loom's format: `nodes` is
- * Loom's list with `edges`. In the editor format: `nodes` is the editor's dict keyed by node id
- * (what the SDK's `Pipeline.fetch` reads), with `canvas_metadata`, `inputs`, `outputs`, and
- * Loom's translated graph under `graph`. Both carry `version`, `branch_id` and `mainBranch`.
+ * A pipeline as fetch and list answer it, in whichever format it was last written: `nodes` is
+ * the editor's dict keyed by node id (what the SDK's `Pipeline.fetch` reads), with
+ * `canvas_metadata`, `inputs`, `outputs`, and Loom's graph under `graph` (its `edges` also at the
+ * top, as before). Written in the editor format, the document is answered as sent; written in
+ * Loom's format, it is translated (`format` says which). Both carry `version`, `branch_id` and `mainBranch`.
  */
 export function pipelineAnswer(record: PipelineRecord) {
   const { editor, branchId, ...rest } = record;
   const common = { branch_id: branchId, mainBranch: branchId, format: editor ? ("editor" as const) : ("loom" as const) };
-  if (!editor) return { ...rest, ...common };
-  return { ...rest, ...common, nodes: editor.nodes, canvas_metadata: editor.canvas_metadata, inputs: editor.inputs, outputs: editor.outputs, graph: { nodes: rest.nodes, edges: rest.edges } };
+  const doc = editor ?? toEditorFormat(rest.nodes, rest.edges);
+  return { ...rest, ...common, nodes: doc.nodes, canvas_metadata: doc.canvas_metadata, inputs: doc.inputs, outputs: doc.outputs, graph: { nodes: rest.nodes, edges: rest.edges } };
 }
 
 /** A definition in Loom's terms, whichever format it arrived in. */
