@@ -138,6 +138,9 @@ const FREE_FORM_DATA: Record<string, string> = {
   "(body)": "a pipeline run's file inputs: top-level multipart parts named after the input",
   canvas_metadata: "the pipeline editor's canvas layout, stored and answered back as sent",
   cyclic_inputs: "the editor's loop inputs: accepted only empty (a 400 otherwise, Loom runs acyclic graphs)",
+  // Agents (agent-definition.ts): the SDK's objects carry more keys than Loom reads.
+  llm_client_key: "the SDK's model client: provider and model_id are read, api_key refused, other keys ignored",
+  value: "an agent tool's SDK node: node_type, inputs and task_name are read, the editor's other keys ignored",
 };
 
 describe("every option the server reads is in /openapi.json", () => {
