@@ -5,7 +5,7 @@ import type { IndexVector, VectorIndex, VectorMatch, VectorMetadata, VectorQuery
 /** The RPC methods callers use; typed from the class (the stub type cannot carry `unknown` metadata). */
 export type KnowledgeBaseIndexRpc = Pick<
   KnowledgeBaseIndex,
-  "retrieve" | "vectorUpsert" | "vectorQuery" | "vectorGetByIds" | "vectorDeleteByIds" | "keywordSearch" | "getChunks" | "documentChunks" | "deleteDocuments" | "destroy" | "stats" | "dropMemory" | "ingest" | "registerWebSource" | "webSourceCount"
+  "retrieve" | "vectorUpsert" | "vectorQuery" | "vectorGetByIds" | "vectorDeleteByIds" | "keywordSearch" | "getChunks" | "documentChunks" | "deleteDocuments" | "destroy" | "stats" | "dropMemory" | "ingest" | "ingestDocuments" | "progress" | "registerWebSource" | "webSourceCount"
 >;
 
 /** The one place that reaches a knowledge base's Durable Object. */
