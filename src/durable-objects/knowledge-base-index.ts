@@ -5,7 +5,7 @@ import type { VectorMatch, VectorMetadata } from "../features/knowledge-bases/ve
 import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
 import { maxChunksPerKnowledgeBase } from "../lib/config";
 import { resolveEmbedder } from "../features/knowledge-bases/embedders";
-import { markDocumentIndexed, recordDocuments, type IndexingOutcome, type StatementSpec } from "../features/knowledge-bases/documents.repository";
+import { markDocumentIndexed, type StatementSpec } from "../features/knowledge-bases/documents.repository";
 import type { KbDocumentRow } from "../db/schema/knowledge-bases";
 import { VectorStore } from "../features/knowledge-bases/vector-store";
 import { KeywordScorer, wordCount } from "../features/knowledge-bases/keyword-scorer";
@@ -13,14 +13,12 @@ import { ChunkRetriever, type KeywordHit } from "../features/knowledge-bases/chu
 import type { RetrieveRequest, RetrieveResult, StoredChunk } from "../features/knowledge-bases/retrieval";
 import { WebSources, type StoredPage } from "../features/knowledge-bases/web-sources";
 import type { WebSourceRecord } from "../features/knowledge-bases/web-ingestion";
-import { IngestBatcher } from "./ingest-batcher";
+import { SmallDocumentWriter, type ItemInput } from "./small-document-writer";
 
 /** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
 export const STEP_CHUNKS = 1000;
-/** When an accepted small document's batch did not commit (the object restarted), the alarm finishes it this much later. */
+/** How long after a failed D1 report the alarm retries it. */
 const RESUME_AFTER_MS = 30_000;
-/** Outcomes reported to D1 per write; more wait for the next write or the alarm. */
-const REPORT_ROWS = 500;
 
 export interface ChunkInput {
   id: string;
@@ -60,8 +58,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly keywords: KeywordScorer;
   private readonly retriever: ChunkRetriever;
   private readonly web: WebSources;
-  /** Concurrent requests' small documents, written one batch (one transaction) at a time. */
-  private readonly batcher = new IngestBatcher<DocumentJob, IngestResult>((jobs) => this.writeDocuments(jobs), (job) => job.chunks.length, STEP_CHUNKS);
+  private readonly writer: SmallDocumentWriter;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -70,6 +67,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.keywords = new KeywordScorer(ctx.storage);
     this.retriever = new ChunkRetriever(this.sql, this.vectors, this.keywords);
     this.migrate();
+    this.writer = new SmallDocumentWriter({ sql: this.sql, storage: ctx.storage, env, upsertItems: (items) => this.upsertItems(items), queueChunks: (job, reset) => this.queueChunks(job, reset) });
     this.web = new WebSources(this.sql, env, { ingest: (job, options) => this.ingest(job, options), deleteDocuments: (ids) => this.deleteDocuments(ids) });
   }
 
@@ -97,7 +95,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   // ---------- items ----------
 
-  private upsertItems(items: { id: string; documentId: string | null; position: number; text: string | null; metadata: VectorMetadata; values?: ArrayLike<number> }[]): number[] {
+  private upsertItems(items: ItemInput[]): number[] {
     this.keywords.invalidate();
     const rowids: number[] = [];
     const lengths: { rowid: number; tokens: number | null }[] = [];
@@ -254,102 +252,11 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     return result;
   }
 
-  // ---------- RPC: small documents, coalesced ----------
+  // ---------- RPC: small documents, coalesced (SmallDocumentWriter) ----------
 
-  /**
-   * Indexes whole documents of at most STEP_CHUNKS chunks each and writes their D1 rows (with how
-   * they ended) and the request's audit entry. Their chunks are queued in SQLite first (a restart
-   * before their batch commits leaves them to the alarm), then written with every other request's
-   * documents waiting at that moment: one embedding call, one transaction and one D1 batch for all.
-   * The D1 rows wait in `finished`, committed with the chunks, until D1 has them, so a document
-   * is never searchable without its row for longer than the alarm's retry.
-   */
+  /** See SmallDocumentWriter.ingest. */
   async ingestDocuments(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
-    const limit = maxChunksPerKnowledgeBase(this.env);
-    let held = this.sql.exec<{ n: number }>("SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM pending) AS n").one().n;
-    const outcomes: (IngestResult | undefined)[] = jobs.map((job) => {
-      if (job.chunks.length > STEP_CHUNKS) return { status: "failed", error: `indexing failed: a document sent whole holds at most ${STEP_CHUNKS} chunks` };
-      if (held + job.chunks.length > limit) return { status: "failed", error: `the knowledge base holds ${held} chunk${held === 1 ? "" : "s"} and this document gives ${job.chunks.length}; the limit is ${limit} chunks per knowledge base (KB_MAX_CHUNKS)` };
-      held += job.chunks.length;
-      return undefined;
-    });
-    const accepted = jobs.filter((_, i) => outcomes[i] === undefined);
-    this.ctx.storage.transactionSync(() => {
-      for (const job of accepted) {
-        this.queueChunks(job, true);
-        // Its row waits beside its chunks (outcome still null), so the alarm can finish both after a restart.
-        this.sql.exec("INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, NULL, ?)", job.documentId, JSON.stringify(job.row));
-      }
-      jobs.forEach((job, i) => {
-        const refused = outcomes[i];
-        if (refused) this.finish(job, refused);
-      });
-      // The audit entry travels with the request's first document (written, or refused).
-      if (audit && jobs[0]) this.sql.exec("INSERT OR REPLACE INTO pending_audits (document_id, audit) VALUES (?, ?)", jobs[0].documentId, JSON.stringify(audit));
-    });
-    if (accepted.length > 0 && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
-    const written = accepted.length > 0 ? await this.batcher.submit(accepted) : [];
-    if (accepted.length < jobs.length) await this.reportFinished();
-    let at = 0;
-    return outcomes.map((o) => o ?? written[at++]);
-  }
-
-  /** One batch: embeds every chunk, commits them with their D1 rows in one transaction, then writes those rows to D1. */
-  private async writeDocuments(jobs: DocumentJob[]): Promise<IngestResult[]> {
-    let results: IngestResult[];
-    try {
-      const chunks = jobs.flatMap((job) => job.chunks);
-      const vectors: ArrayLike<number>[] = [];
-      // A knowledge base has one embedding model; grouping only guards against a mixed batch.
-      for (const model of new Set(jobs.map((j) => j.embeddingModel))) {
-        const own = jobs.filter((j) => j.embeddingModel === model).flatMap((j) => j.chunks);
-        const embedded = await (await resolveEmbedder(this.env, model)).embed(own.map((c) => c.text));
-        const at = new Map(own.map((c, i) => [c, i]));
-        chunks.forEach((c, i) => {
-          const k = at.get(c);
-          if (k !== undefined) vectors[i] = embedded[k];
-        });
-      }
-      const backend = vectorIndexFor(this.env, jobs[0].kbId);
-      results = jobs.map((job) => ({ status: "ready", chunks: job.chunks.length }));
-      this.ctx.storage.transactionSync(() => {
-        this.upsertItems(chunks.map((c, i) => ({ id: c.id, documentId: c.documentId, position: c.position, text: c.text, metadata: c.metadata, values: backend ? undefined : vectors[i] })));
-        jobs.forEach((job, i) => this.finish(job, results[i]));
-      });
-      if (backend) await backend.upsert(chunks.map((c, i) => ({ id: c.id, values: Array.from(vectors[i]), metadata: c.metadata })));
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      results = jobs.map(() => ({ status: "failed", error: `indexing failed: ${message}` }));
-      this.ctx.storage.transactionSync(() => jobs.forEach((job, i) => this.finish(job, results[i])));
-    }
-    await this.reportFinished();
-    return results;
-  }
-
-  /** Inside a transaction: the document leaves the queue and its D1 row, with how it ended, waits to be written. */
-  private finish(job: DocumentJob, outcome: IngestResult): void {
-    this.sql.exec("DELETE FROM pending WHERE document_id = ?", job.documentId);
-    this.sql.exec("INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, ?, ?)", job.documentId, JSON.stringify(outcome), JSON.stringify(job.row));
-  }
-
-  /** Writes finished documents' rows and their requests' audit entries to D1 in one batch; what fails stays for the alarm. */
-  private async reportFinished(): Promise<void> {
-    const rows = this.sql.exec<{ document_id: string; outcome: string; row: string; audit: string | null }>("SELECT f.document_id, f.outcome, f.row, a.audit FROM finished f LEFT JOIN pending_audits a USING (document_id) WHERE f.outcome IS NOT NULL LIMIT ?", REPORT_ROWS).toArray();
-    if (rows.length === 0) return;
-    try {
-      const audits = rows.flatMap((r) => (r.audit ? [JSON.parse(r.audit) as StatementSpec] : []));
-      await recordDocuments(this.env, rows.map((r) => ({ row: JSON.parse(r.row) as KbDocumentRow, outcome: JSON.parse(r.outcome) as IndexingOutcome })), audits);
-    } catch (error) {
-      console.error("recording indexed documents in D1 failed; the alarm retries", error);
-      await this.ctx.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
-      return;
-    }
-    this.ctx.storage.transactionSync(() => {
-      for (const r of rows) {
-        this.sql.exec("DELETE FROM finished WHERE document_id = ? AND outcome = ?", r.document_id, r.outcome);
-        this.sql.exec("DELETE FROM pending_audits WHERE document_id = ?", r.document_id);
-      }
-    });
+    return this.writer.ingest(jobs, audit);
   }
 
   private queueChunks(job: IngestJob, reset: boolean): void {
@@ -442,7 +349,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
    * starts due rescrapes; safe to run twice.
    */
   override async alarm(): Promise<void> {
-    await this.reportFinished();
+    await this.writer.reportFinished();
     const next = this.sql.exec<{ document_id: string; kb_id: string }>("SELECT document_id, kb_id FROM pending ORDER BY rowid LIMIT 1").toArray()[0];
     if (next) {
       const result = await this.step(next.document_id);
@@ -450,7 +357,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       const queued = this.sql.exec("SELECT 1 FROM finished WHERE document_id = ?", next.document_id).toArray().length > 0;
       if (result.status !== "indexing" && queued) {
         this.sql.exec("UPDATE finished SET outcome = ? WHERE document_id = ?", JSON.stringify(result), next.document_id);
-        await this.reportFinished();
+        await this.writer.reportFinished();
       } else if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
     } else {
       await this.web.step(Date.now());
