@@ -36,13 +36,15 @@ function decodeRawBytes(raw: string, field: string): Uint8Array {
   }
 }
 
-type FileDataEntry = Extract<NonNullable<IndexInput["file_data"]>, { file: unknown }>;
-type FilePartEntry = Extract<FileDataEntry["file"], { raw_bytes: string }>;
+type FileDataEntry = Exclude<NonNullable<IndexInput["file_data"]>, unknown[]>;
+type FilePartEntry = Exclude<NonNullable<FileDataEntry["file"]>, unknown[]>;
 
 /** `file_data` in its three forms (one file, a list, several multipart parts) as one list, each with the field that names it in errors. */
 function fileEntries(fileData: NonNullable<IndexInput["file_data"]>): { part: FilePartEntry; entry: FileDataEntry; field: string }[] {
   const entries = Array.isArray(fileData) ? fileData.map((entry, i) => ({ entry, field: `file_data[${i}]` })) : [{ entry: fileData, field: "file_data" }];
-  return entries.flatMap(({ entry, field }) => (Array.isArray(entry.file) ? entry.file.map((part, j) => ({ part, entry, field: `${field}.file[${j}]` })) : [{ part: entry.file, entry, field: `${field}.file` }]));
+  const missing = entries.find(({ entry }) => entry.file === undefined);
+  if (missing) throw badRequest(`${missing.field}.file: Invalid input: expected object, received undefined`);
+  return entries.flatMap(({ entry, field }) => (entry.file === undefined ? [] : Array.isArray(entry.file) ? entry.file.map((part, j) => ({ part, entry, field: `${field}.file[${j}]` })) : [{ part: entry.file, entry, field: `${field}.file` }]));
 }
 
 /**

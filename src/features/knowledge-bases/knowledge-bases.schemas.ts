@@ -44,11 +44,15 @@ export const MAX_FILES_PER_REQUEST = 100;
 const FileData = z.object({
   file: z
     .union([zJsonObject(FilePart), z.array(zJsonObject(FilePart)).min(1).max(MAX_FILES_PER_REQUEST)])
-    .openapi({ description: `One file, or several (a multipart body with several \`file_data.file\` parts gives a list), at most ${MAX_FILES_PER_REQUEST} per request.` }),
+        // Optional here and required by the refinement below, so a missing file is named as such rather than reported as the list form's error.
+    .optional()
+    .openapi({ description: `Required. One file, or several (a multipart body with several \`file_data.file\` parts gives a list), at most ${MAX_FILES_PER_REQUEST} per request.` }),
   metadata: zJsonObject(FileMetadata)
     .optional()
     .openapi({ description: "The hosted SDK's place for the file's `name` and `mime_type` (beside a multipart part `file_data.file`); overrides `file.metadata`." }),
   custom_metadata: zFreeObject(16 * 1024).optional(),
+}).superRefine((v, ctx) => {
+  if (v.file === undefined) ctx.addIssue({ code: "custom", path: ["file"], message: "Invalid input: expected object, received undefined" });
 });
 
 export const IndexConfig = z
