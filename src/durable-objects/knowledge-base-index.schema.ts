@@ -28,4 +28,12 @@ export const KNOWLEDGE_BASE_INDEX_SCHEMA: readonly SchemaMigration[] = [
     const columns = sql.exec<{ name: string }>("PRAGMA table_info(items)").toArray();
     if (!columns.some((c) => c.name === "tokens")) sql.exec("ALTER TABLE items ADD COLUMN tokens INTEGER");
   },
+  (sql) => {
+    // Small documents written in one batch (small-document-writer.ts): each document's D1 row and
+    // audit entry kept with its chunks until D1 has them.
+    sql.exec(`
+      CREATE TABLE IF NOT EXISTS finished (document_id TEXT PRIMARY KEY, outcome TEXT, row TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS pending_audits (document_id TEXT PRIMARY KEY, audit TEXT NOT NULL);
+    `);
+  },
 ];

@@ -5,7 +5,8 @@ import type { VectorMetadata } from "../features/knowledge-bases/vector-index";
 import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
 import { maxChunksPerKnowledgeBase } from "../lib/config";
 import { resolveEmbedder } from "../features/knowledge-bases/embedders";
-import { markDocumentIndexed } from "../features/knowledge-bases/documents.repository";
+import { markDocumentIndexed, type StatementSpec } from "../features/knowledge-bases/documents.repository";
+import type { KbDocumentRow } from "../db/schema/knowledge-bases";
 import { VectorStore } from "../features/knowledge-bases/vector-store";
 import { KeywordScorer, wordCount } from "../features/knowledge-bases/keyword-scorer";
 import { ChunkRetriever, type KeywordHit } from "../features/knowledge-bases/chunk-retriever";
@@ -16,9 +17,12 @@ import { setIsolateLogLevel } from "../lib/log";
 
 import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "./knowledge-base-index.schema";
 import { applyMigrations, ownSchema } from "./sqlite-schema";
+import { SmallDocumentWriter, type ItemInput } from "./small-document-writer";
 
 /** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
-const STEP_CHUNKS = 1000;
+export const STEP_CHUNKS = 1000;
+/** How long after a failed D1 report the alarm retries it. */
+const RESUME_AFTER_MS = 30_000;
 
 export interface ChunkInput {
   id: string;
@@ -37,6 +41,11 @@ export interface IngestJob {
   replaces?: string[];
 }
 
+/** A small document sent whole: its chunks and the D1 row the object writes once they are searchable. */
+export interface DocumentJob extends IngestJob {
+  row: KbDocumentRow;
+}
+
 /** Sent back instead of throwing, since a thrown error loses its code across RPC. */
 export type IngestResult = { status: "ready"; chunks: number } | { status: "indexing"; remaining: number } | { status: "failed"; error: string };
 
@@ -53,6 +62,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly keywords: KeywordScorer;
   private readonly retriever: ChunkRetriever;
   private readonly web: WebSources;
+  private readonly writer: SmallDocumentWriter;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -62,12 +72,13 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.keywords = new KeywordScorer(ctx.storage);
     this.retriever = new ChunkRetriever(this.sql, this.vectors, this.keywords);
     ownSchema(ctx, KNOWLEDGE_BASE_INDEX_SCHEMA);
+    this.writer = new SmallDocumentWriter({ sql: this.sql, storage: ctx.storage, env, upsertItems: (items) => this.upsertItems(items), queueChunks: (job, reset) => this.queueChunks(job, reset) });
     this.web = new WebSources(this.sql, env, { ingest: (job, options) => this.ingest(job, options), deleteDocuments: (ids) => this.deleteDocuments(ids) });
   }
 
   // ---------- items ----------
 
-  private upsertItems(items: { id: string; documentId: string | null; position: number; text: string | null; metadata: VectorMetadata; values?: ArrayLike<number> }[]): number[] {
+  private upsertItems(items: ItemInput[]): number[] {
     this.keywords.invalidate();
     const rowids: number[] = [];
     const lengths: { rowid: number; tokens: number | null }[] = [];
@@ -112,7 +123,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   /** A query's whole retrieval in one call (see ChunkRetriever.retrieve). */
   async retrieve(request: RetrieveRequest): Promise<RetrieveResult> {
-    return this.retriever.retrieve(request);
+    const result = this.retriever.retrieve(request);
+    const backlog = this.indexingBacklog();
+    return backlog.chunks > 0 ? { ...result, indexing: backlog } : result;
   }
 
   async getChunks(ids: string[]): Promise<StoredChunk[]> {
@@ -133,6 +146,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
         this.deleteRows(rows.map((r) => r.rowid));
         removed.push(...rows.map((r) => r.id));
         this.sql.exec("DELETE FROM pending WHERE document_id = ?", documentId);
+        this.sql.exec("DELETE FROM finished WHERE document_id = ?", documentId);
       }
     });
     return { chunks: removed };
@@ -168,16 +182,41 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       if (held + options.total > limit) return { status: "failed", error: `the knowledge base holds ${held} chunk${held === 1 ? "" : "s"} and this document gives ${options.total}; the limit is ${limit} chunks per knowledge base (KB_MAX_CHUNKS)` };
     }
     this.ctx.storage.transactionSync(() => {
-      if (options.reset) this.sql.exec("DELETE FROM pending WHERE document_id = ?", job.documentId);
       if (options.reset && job.replaces?.length) this.sql.exec("INSERT OR REPLACE INTO replacements (document_id, replaces) VALUES (?, ?)", job.documentId, JSON.stringify(job.replaces));
-      for (const chunk of job.chunks) {
-        this.sql.exec("INSERT OR REPLACE INTO pending (document_id, position, kb_id, model, chunk) VALUES (?, ?, ?, ?, ?)", job.documentId, chunk.position, job.kbId, job.embeddingModel, JSON.stringify(chunk));
-      }
+      this.queueChunks(job, options.reset);
     });
     if (!options.start) return { status: "indexing", remaining: job.chunks.length };
     const result = await this.step(job.documentId);
     if (result.status === "indexing") await this.ctx.storage.setAlarm(Date.now());
     return result;
+  }
+
+  // ---------- RPC: small documents, coalesced (SmallDocumentWriter) ----------
+
+  /** See SmallDocumentWriter.ingest. */
+  async ingestDocuments(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
+    return this.writer.ingest(jobs, audit);
+  }
+
+  private queueChunks(job: IngestJob, reset: boolean): void {
+    if (reset) this.sql.exec("DELETE FROM pending WHERE document_id = ?", job.documentId);
+    for (const chunk of job.chunks) {
+      this.sql.exec("INSERT OR REPLACE INTO pending (document_id, position, kb_id, model, chunk) VALUES (?, ?, ?, ?, ?)", job.documentId, chunk.position, job.kbId, job.embeddingModel, JSON.stringify(chunk));
+    }
+  }
+
+  /** Chunks indexed and in all for documents still indexing (the documents route's progress). */
+  async progress(documentIds: string[]): Promise<{ documentId: string; chunksIndexed: number; chunksTotal: number }[]> {
+    return documentIds.map((documentId) => {
+      const indexed = this.documentChunkCount(documentId);
+      const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId).one().n;
+      return { documentId, chunksIndexed: indexed, chunksTotal: indexed + pending };
+    });
+  }
+
+  /** What is not searchable yet: documents with chunks still queued, and those chunks. */
+  private indexingBacklog(): { documents: number; chunks: number } {
+    return this.sql.exec<{ documents: number; chunks: number }>("SELECT count(DISTINCT document_id) AS documents, count(*) AS chunks FROM pending").one();
   }
 
   private async step(documentId: string): Promise<IngestResult> {
@@ -249,10 +288,16 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
    * starts due rescrapes; safe to run twice.
    */
   override async alarm(): Promise<void> {
+    await this.writer.reportFinished();
     const next = this.sql.exec<{ document_id: string; kb_id: string }>("SELECT document_id, kb_id FROM pending ORDER BY rowid LIMIT 1").toArray()[0];
     if (next) {
       const result = await this.step(next.document_id);
-      if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
+      // A small document whose batch never committed: its row goes to D1 with the outcome, as the batch would have.
+      const queued = this.sql.exec("SELECT 1 FROM finished WHERE document_id = ?", next.document_id).toArray().length > 0;
+      if (result.status !== "indexing" && queued) {
+        this.sql.exec("UPDATE finished SET outcome = ? WHERE document_id = ?", JSON.stringify(result), next.document_id);
+        await this.writer.reportFinished();
+      } else if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
     } else {
       await this.web.step(Date.now());
     }
@@ -263,6 +308,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private async scheduleNext(): Promise<void> {
     const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
     if (pending > 0 || this.web.crawling()) return this.ctx.storage.setAlarm(Date.now());
+    const unreported = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM finished WHERE outcome IS NOT NULL").one().n;
+    if (unreported > 0) return this.ctx.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
     const due = this.web.nextDue();
     if (due !== null) await this.ctx.storage.setAlarm(due);
   }

@@ -75,22 +75,24 @@ describe("knowledge bases: indexing errors", () => {
     expect((await send(`/v1/knowledge-base/${kb}/documents`, key)).body.documents).toEqual([]);
   });
 
-  it("fails only the corrupt document, with a clear error, and keeps the rest searchable", async () => {
+  it("refuses a corrupt file in the request itself with its reason, stores nothing of it, and keeps the rest searchable", async () => {
     const { key, kb } = await ownerKb();
     const good = await indexText(key, kb, "good.txt", "Healthy documents stay searchable.");
     const broken = makePdf(["Half a file"]).slice(0, 60);
     const pdf = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("broken.pdf", "application/pdf", broken));
-    expect(pdf.status).toBe(200);
+    expect(pdf.status).toBe(400);
     const docx = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("broken.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "not a zip at all"));
     const json = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("broken.json", "application/json", "{ nope"));
     const latin1 = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("bad.txt", "text/plain", new Uint8Array([0x66, 0xff, 0xfe, 0x00, 0xc3])));
+    const empty = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("blank.md", "text/markdown", "   \n\n  "));
+    expect(pdf.body).toMatchObject({ status: "failed", error: expect.stringMatching(/^file_data\.file \('broken\.pdf'\) cannot be indexed: the PDF file is corrupt or unreadable/) });
+    expect(docx).toEqual({ status: 400, body: failed("file_data.file ('broken.docx') cannot be indexed: the DOCX file is corrupt (not a readable zip archive)") });
+    expect(json).toEqual({ status: 400, body: failed("file_data.file ('broken.json') cannot be indexed: the file is not valid JSON") });
+    expect(latin1).toEqual({ status: 400, body: failed("file_data.file ('bad.txt') cannot be indexed: the file is not valid UTF-8 text") });
+    expect(empty).toEqual({ status: 400, body: failed("file_data.file ('blank.md') cannot be indexed: no text could be extracted from this document") });
     const docs = (await send(`/v1/knowledge-base/${kb}/documents`, key)).body.documents as Body[];
-    const byId = (id: unknown) => docs.find((d) => d._id === (id as string[])[0]);
-    expect(byId(pdf.body.document_ids)).toMatchObject({ status: "failed", error: expect.stringMatching(/^the PDF file is corrupt or unreadable/) });
-    expect(byId(docx.body.document_ids)).toMatchObject({ status: "failed", error: "the DOCX file is corrupt (not a readable zip archive)" });
-    expect(byId(json.body.document_ids)).toMatchObject({ status: "failed", error: "the file is not valid JSON" });
-    expect(byId(latin1.body.document_ids)).toMatchObject({ status: "failed", error: "the file is not valid UTF-8 text" });
-    expect(docs.find((d) => d._id === good)).toMatchObject({ status: "ready" });
+    expect(docs.map((d) => d._id)).toEqual([good]);
+    expect(docs[0]).toMatchObject({ status: "ready" });
     const q = await query(key, kb, { queries: ["healthy documents"] });
     expect(q.items[0].document_id).toBe(good);
   });

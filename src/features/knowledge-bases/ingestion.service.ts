@@ -18,11 +18,12 @@ import { writableKnowledgeBase } from "./knowledge-bases.service";
 import { fetchArxiv, fetchWikipedia, fetchYoutube, type SourceDocument } from "./sources";
 import type { IndexInput } from "./knowledge-bases.schemas";
 import { indexUrlData } from "./web-ingestion";
+import { indexFiles, prepareFiles } from "./file-ingestion";
 
 /** Largest file Loom indexes, after base64 decoding. */
 export const MAX_FILE_BYTES = 20 * 1024 * 1024;
 /** Chunks sent to the Durable Object per call, well under the RPC message cap. */
-const CHUNKS_PER_CALL = 2000;
+export const CHUNKS_PER_CALL = 2000;
 /** A document may not produce more chunks than this. */
 export const MAX_CHUNKS_PER_DOCUMENT = 200_000;
 
@@ -50,45 +51,8 @@ export interface PreparedDocument {
   extraMetadata: Record<string, unknown>;
 }
 
-async function sha256OfBytes(bytes: Uint8Array): Promise<string> {
+export async function sha256OfBytes(bytes: Uint8Array): Promise<string> {
   return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
-}
-
-function decodeRawBytes(raw: string): Uint8Array {
-  const compact = raw.replace(/\s+/g, "").replace(/^data:[^,]*;base64,/, "");
-  if (compact.length > Math.ceil((MAX_FILE_BYTES * 4) / 3) + 4) throw new AppError("payload_too_large", `file_data.file.raw_bytes: the file exceeds ${MAX_FILE_BYTES} bytes`);
-  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact)) throw badRequest("file_data.file.raw_bytes: not valid base64");
-  try {
-    return fromBase64(compact.replace(/-/g, "+").replace(/_/g, "/"));
-  } catch {
-    throw badRequest("file_data.file.raw_bytes: not valid base64");
-  }
-}
-
-async function prepareFile(env: Env, orgId: string, fileData: NonNullable<IndexInput["file_data"]>): Promise<PreparedDocument> {
-  const bytes = decodeRawBytes(fileData.file.raw_bytes);
-  if (bytes.length === 0) throw badRequest("file_data.file.raw_bytes: the file is empty");
-  if (bytes.length > MAX_FILE_BYTES) throw new AppError("payload_too_large", `file_data.file.raw_bytes: the file exceeds ${MAX_FILE_BYTES} bytes`);
-  // The SDK names the file beside the part (`file_data.metadata`); what it says beats what the part implied.
-  const meta = { ...fileData.file.metadata, ...fileData.metadata };
-  const kind = detectFileType(meta.mime_type, meta.name ?? meta.path, bytes);
-  const base: PreparedDocument = {
-    name: meta.name ?? meta.path?.split("/").pop() ?? "document",
-    path: meta.path ?? null,
-    mimeType: KIND_MIME[kind],
-    source: "file",
-    size: bytes.length,
-    bytes,
-    customMetadata: fileData.custom_metadata ?? {},
-    extraMetadata: {},
-  };
-  // A file that is corrupt or past a parsing limit fails only its own document, kept with the reason.
-  try {
-    return { ...base, pages: (await readDocumentText(env, orgId, kind, bytes)).pages };
-  } catch (error) {
-    if (error instanceof ExtractionError) return { ...base, error: error.message };
-    throw error;
-  }
 }
 
 function fromSource(doc: SourceDocument): PreparedDocument {
@@ -127,14 +91,21 @@ export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: 
   ];
   if (!input.file_data && !input.url_data && refs.every(([, ref]) => !ref)) throw badRequest("give file_data, url_data, encyclopedia, video or preprint to index");
 
+  // Every file is read and chunked before anything is stored, so one that cannot be read refuses the request.
+  const files = input.file_data ? await prepareFiles(env, auth.orgId, input.file_data, settings) : [];
   const prepared: PreparedDocument[] = [];
-  if (input.file_data) prepared.push(await prepareFile(env, auth.orgId, input.file_data));
   for (const [, ref, fetchSource] of refs) if (ref) prepared.push(fromSource(await fetchSource(ref, deps.fetch)));
 
-  const ids: string[] = [];
+  const ids: string[] = files.length ? await indexFiles(env, auth, kb, files, settings) : [];
   for (const doc of prepared) ids.push(await indexOne(env, auth, kb, doc, settings));
   if (input.url_data) ids.push(...(await indexUrlData(env, auth, kb, input.url_data, settings, indexOne, deps.fetch)));
   return ids;
+}
+
+/** What makes two documents the same for de-duplication: their text, chunking and custom metadata. */
+export async function contentHashOf(doc: PreparedDocument, settings: ChunkSettings): Promise<string> {
+  if (!doc.pages) return `failed:${await sha256OfBytes(doc.bytes ?? new Uint8Array())}`;
+  return sha256OfBytes(new TextEncoder().encode(`${settings.chunkSize}:${settings.chunkOverlap}:${JSON.stringify(doc.customMetadata)}:${doc.pages.join("\f")}`));
 }
 
 /**
@@ -144,8 +115,7 @@ export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: 
  */
 export async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, doc: PreparedDocument, settings: ChunkSettings, options: { target?: IngestTarget; replaces?: string[] } = {}): Promise<string> {
   const db = database(env);
-  const fingerprint = doc.pages ? `${settings.chunkSize}:${settings.chunkOverlap}:${JSON.stringify(doc.customMetadata)}:${doc.pages.join("\f")}` : "";
-  const contentHash = doc.pages ? await sha256OfBytes(new TextEncoder().encode(fingerprint)) : `failed:${await sha256OfBytes(doc.bytes ?? new Uint8Array())}`;
+  const contentHash = await contentHashOf(doc, settings);
   if (doc.pages) {
     const same = await db
       .select({ id: kbDocuments.id })
@@ -185,21 +155,37 @@ export async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow
   return id;
 }
 
-/** Chunks a stored document's pages and sends them to the index, recording how it ended (unless it continues in steps). */
-export async function ingestDocument(env: Env, kb: KnowledgeBaseRow, id: string, doc: PreparedDocument, settings: ChunkSettings, options: { target?: IngestTarget; replaces?: string[] } = {}): Promise<void> {
-  if (!doc.pages) return;
-
+/** A document's chunks with their metadata, ids `<document id>-<position>`. */
+export function chunkDocument(id: string, doc: PreparedDocument, settings: ChunkSettings): ChunkInput[] {
   const chunks: ChunkInput[] = [];
   const base = { ...doc.customMetadata, ...doc.extraMetadata, document_id: id, name: doc.name, ...(doc.path ? { path: doc.path } : {}), mime_type: doc.mimeType, source: doc.source };
-  doc.pages.forEach((page, p) => {
+  (doc.pages ?? []).forEach((page, p) => {
     for (const chunk of chunkText(page, settings)) {
       const metadata: Record<string, unknown> = { ...base, page: p + 1, ...(chunk.section ? { section: chunk.section } : {}) };
       chunks.push({ id: `${id}-${chunks.length}`, documentId: id, position: chunks.length, text: chunk.text, metadata });
     }
   });
+  return chunks;
+}
+
+/** Why a document's chunks cannot be indexed, or null. */
+export function chunkProblem(count: number): string | null {
+  if (count === 0) return "no text could be extracted from this document";
+  if (count > MAX_CHUNKS_PER_DOCUMENT) return `the document gives ${count} chunks; the limit is ${MAX_CHUNKS_PER_DOCUMENT}`;
+  return null;
+}
+
+/** Chunks a stored document's pages and sends them to the index, recording how it ended (unless it continues in steps). */
+export async function ingestDocument(env: Env, kb: KnowledgeBaseRow, id: string, doc: PreparedDocument, settings: ChunkSettings, options: { target?: IngestTarget; replaces?: string[] } = {}): Promise<void> {
+  if (!doc.pages) return;
+  await ingestChunks(env, kb, id, chunkDocument(id, doc, settings), options);
+}
+
+/** Sends a stored document's chunks to the index in calls of CHUNKS_PER_CALL, recording how it ended (unless it continues in steps). */
+export async function ingestChunks(env: Env, kb: KnowledgeBaseRow, id: string, chunks: ChunkInput[], options: { target?: IngestTarget; replaces?: string[] } = {}): Promise<void> {
+  const problem = chunkProblem(chunks.length);
   let result: IngestResult;
-  if (chunks.length === 0) result = { status: "failed", error: "no text could be extracted from this document" };
-  else if (chunks.length > MAX_CHUNKS_PER_DOCUMENT) result = { status: "failed", error: `the document gives ${chunks.length} chunks; the limit is ${MAX_CHUNKS_PER_DOCUMENT}` };
+  if (problem) result = { status: "failed", error: problem };
   else {
     const target: IngestTarget = options.target ?? indexStub(env, kb.id);
     result = { status: "indexing", remaining: chunks.length };

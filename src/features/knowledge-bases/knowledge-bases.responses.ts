@@ -23,6 +23,10 @@ export const KnowledgeBaseQueryResult = z
       by_model: z.record(z.string(), z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() })),
     }),
     answer_metadata: z.record(z.string(), z.unknown()).optional(),
+    indexing: z
+      .object({ documents: z.number().int(), chunks: z.number().int() })
+      .optional()
+      .openapi({ description: "Present only while documents of this knowledge base are still indexing: how many documents, and how many of their chunks, this answer could not search yet. Absent means everything indexed was searched." }),
     generated_filter: z.union([z.object({ applied: z.record(z.string(), z.unknown()) }), z.object({ rejected: z.string() })]).optional(),
   })
   .openapi("KnowledgeBaseQueryResult");

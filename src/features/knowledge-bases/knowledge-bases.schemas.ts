@@ -38,12 +38,21 @@ const FilePart = z.object({
   metadata: zJsonObject(FileMetadata).optional().default({}),
 });
 
+/** Files one index request may carry (the batch form); more is a 400. */
+export const MAX_FILES_PER_REQUEST = 100;
+
 const FileData = z.object({
-  file: zJsonObject(FilePart),
+  file: z
+    .union([zJsonObject(FilePart), z.array(zJsonObject(FilePart)).min(1).max(MAX_FILES_PER_REQUEST)])
+        // Optional here and required by the refinement below, so a missing file is named as such rather than reported as the list form's error.
+    .optional()
+    .openapi({ description: `Required. One file, or several (a multipart body with several \`file_data.file\` parts gives a list), at most ${MAX_FILES_PER_REQUEST} per request.` }),
   metadata: zJsonObject(FileMetadata)
     .optional()
     .openapi({ description: "The hosted SDK's place for the file's `name` and `mime_type` (beside a multipart part `file_data.file`); overrides `file.metadata`." }),
   custom_metadata: zFreeObject(16 * 1024).optional(),
+}).superRefine((v, ctx) => {
+  if (v.file === undefined) ctx.addIssue({ code: "custom", path: ["file"], message: "Invalid input: expected object, received undefined" });
 });
 
 export const IndexConfig = z
@@ -86,7 +95,12 @@ const UrlData = z
 
 export const IndexBody = z
   .object({
-    file_data: zJsonObject(FileData).optional(),
+    file_data: z
+      .union([zJsonObject(FileData), z.array(zJsonObject(FileData)).min(1).max(MAX_FILES_PER_REQUEST)])
+      .optional()
+      .openapi({
+        description: `A file, or a list of them (the batch form: at most ${MAX_FILES_PER_REQUEST} files in all, each with its own metadata and custom_metadata). \`document_ids\` answers one id per file, in order. A file that cannot be read refuses the whole request (400 naming the file) and nothing of it is stored.`,
+      }),
     encyclopedia: SourceRef().optional(),
     wikipedia: SourceRef().optional(),
     video: SourceRef().optional(),
@@ -160,6 +174,7 @@ export const QueryBody = z
 
 export type KnowledgeBaseCreateInput = z.output<typeof KnowledgeBaseCreateBody>;
 export type IndexInput = z.output<typeof IndexBody>;
+export type FileDataInput = z.output<typeof FileData>;
 export type UrlDataInput = z.output<typeof UrlData>;
 export type QueryInput = z.output<typeof QueryBody>;
 

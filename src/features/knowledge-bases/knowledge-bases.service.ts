@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray } from "drizzle-orm";
+import { and, count, desc, eq, inArray } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { kbDocuments, knowledgeBases, type KbDocumentRow, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
@@ -96,7 +96,16 @@ export async function fetchKnowledgeBase(env: Env, auth: AuthContext, query: Fet
           .from(knowledgeBases)
           .where(and(eq(knowledgeBases.orgId, auth.orgId), eq(knowledgeBases.ownerId, target.ownerId), eq(knowledgeBases.name, target.name)))
           .limit(1);
-  return knowledgeBaseRecord(assertVisible(rows[0], auth, "knowledge base"));
+  const kb = assertVisible(rows[0], auth, "knowledge base");
+  return { ...knowledgeBaseRecord(kb), documentsByState: await documentsByState(env, kb.id) };
+}
+
+/** How many of a knowledge base's documents are indexing, ready and failed. */
+async function documentsByState(env: Env, kbId: string): Promise<Record<KbDocumentRow["status"], number>> {
+  const rows = await database(env).select({ status: kbDocuments.status, n: count() }).from(kbDocuments).where(eq(kbDocuments.kbId, kbId)).groupBy(kbDocuments.status);
+  const counts = { indexing: 0, ready: 0, failed: 0 };
+  for (const r of rows) counts[r.status] = r.n;
+  return counts;
 }
 
 export async function listKnowledgeBases(env: Env, auth: AuthContext, includeShared: boolean) {
@@ -137,7 +146,13 @@ export async function listDocuments(env: Env, auth: AuthContext, kbId: string, f
   if (filters.folder_id !== undefined || filters.integration_id !== undefined) return [];
   const where = filters.title === undefined ? eq(kbDocuments.kbId, kb.id) : and(eq(kbDocuments.kbId, kb.id), eq(kbDocuments.name, filters.title));
   const rows = await database(env).select().from(kbDocuments).where(where).orderBy(desc(kbDocuments.createdAt), desc(kbDocuments.id)).limit(5000);
-  return rows.map(documentRecord);
+  // Documents still indexing show how far they are: chunks indexed and in all, from the index object.
+  const indexing = rows.filter((r) => r.status === "indexing").map((r) => r.id);
+  const progress = new Map(indexing.length ? (await indexStub(env, kb.id).progress(indexing.slice(0, 500))).map((p) => [p.documentId, p]) : []);
+  return rows.map((row) => {
+    const p = progress.get(row.id);
+    return p ? { ...documentRecord(row), progress: { chunksIndexed: p.chunksIndexed, chunksTotal: p.chunksTotal } } : documentRecord(row);
+  });
 }
 
 export function parseDocumentIds(text: string): string[] {

@@ -8,7 +8,7 @@ import { indexStub } from "./durable-object-vector-index";
 import { visibleKnowledgeBase } from "./knowledge-bases.service";
 import { vectorIndexFor } from "./vector-backend";
 import type { QueryInput } from "./knowledge-bases.schemas";
-import { groupInto, needsShaping, type ResultItem, type RetrievalUnit, type RetrieveRequest, type SearchMode } from "./retrieval";
+import { groupInto, needsShaping, type IndexingBacklog, type ResultItem, type RetrievalUnit, type RetrieveRequest, type SearchMode } from "./retrieval";
 
 /**
  * A query runs as a plan of steps: prepare queries -> embed -> retrieve, fuse and shape (one call
@@ -46,6 +46,8 @@ export interface QueryResult {
   citation_metadata?: Record<string, unknown>[];
   response?: string;
   summaries?: Record<string, string>;
+  /** Present while documents are still indexing: what this answer could not search yet. */
+  indexing?: IndexingBacklog;
 }
 
 /** Plug-in points for the steps that need a model; each is optional until a provider layer fills it. */
@@ -192,11 +194,11 @@ export async function executePlan(env: Env, plan: QueryPlan, hooks: QueryHooks):
     maxDocuments: plan.maxDocuments,
     groupByKey: plan.groupByKey,
   };
-  const { ranked, pageTexts } = await indexStub(env, plan.kb.id).retrieve(request);
+  const { ranked, pageTexts, indexing } = await indexStub(env, plan.kb.id).retrieve(request);
   let items = groupInto(plan.unit, ranked, new Map(pageTexts)).slice(0, plan.topK);
   if (plan.config.rerank_documents && hooks.rerank) items = await hooks.rerank(plan, items);
 
-  const result: QueryResult = { [plan.unit]: items, queries };
+  const result: QueryResult = { [plan.unit]: items, queries, ...(indexing ? { indexing } : {}) };
   if (plan.formatContext) Object.assign(result, formatContext(items));
   if (plan.config.do_advanced_qa && hooks.answer) result.response = await hooks.answer(plan, items);
   if (plan.config.generate_ai_doc_summaries && hooks.summarize) result.summaries = await hooks.summarize(plan, items);

@@ -46,6 +46,13 @@ export interface RetrieveResult {
   ranked: RankedChunk[];
   /** For `pages`: each returned page's whole text, by page key. */
   pageTexts: [string, string][];
+  /** Set while documents are still indexing: what the answer could not search yet. */
+  indexing?: IndexingBacklog;
+}
+
+export interface IndexingBacklog {
+  documents: number;
+  chunks: number;
 }
 
 /** One query's keyword and vector candidates, fused as the request's mode and fusion say. */

@@ -1,0 +1,56 @@
+/**
+ * Coalesces concurrent calls into batches inside one Durable Object: while a batch is being
+ * written, the calls that arrive wait in the queue and are written together by the next one, each
+ * caller awaiting only its own results. One object serves one knowledge base, so a batch never
+ * mixes tenants; `maxWeight` caps a batch so a burst of large calls cannot make a small one wait
+ * behind more than one batch's worth of work.
+ */
+export class IngestBatcher<J, R> {
+  private queue: { jobs: J[]; resolve: (results: R[]) => void; reject: (error: unknown) => void }[] = [];
+  private draining = false;
+
+  constructor(
+    private readonly flush: (jobs: J[]) => Promise<R[]>,
+    private readonly weight: (job: J) => number,
+    private readonly maxWeight: number,
+  ) {}
+
+  /** Answers the results of these jobs, in order, once the batch holding them is written. */
+  submit(jobs: J[]): Promise<R[]> {
+    return new Promise<R[]>((resolve, reject) => {
+      this.queue.push({ jobs, resolve, reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length > 0) {
+        // Whole calls only: a caller's jobs are written in one batch (one transaction).
+        const taken: typeof this.queue = [];
+        let weight = 0;
+        while (this.queue.length > 0) {
+          const next = this.queue[0];
+          const w = next.jobs.reduce((n, j) => n + this.weight(j), 0);
+          if (taken.length > 0 && weight + w > this.maxWeight) break;
+          taken.push(next);
+          this.queue.shift();
+          weight += w;
+        }
+        try {
+          const results = await this.flush(taken.flatMap((t) => t.jobs));
+          let at = 0;
+          for (const t of taken) {
+            t.resolve(results.slice(at, at + t.jobs.length));
+            at += t.jobs.length;
+          }
+        } catch (error) {
+          for (const t of taken) t.reject(error);
+        }
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+}
