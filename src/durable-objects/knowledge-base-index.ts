@@ -18,9 +18,8 @@ import { setIsolateLogLevel } from "../lib/log";
 import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "./knowledge-base-index.schema";
 import { applyMigrations, ownSchema } from "./sqlite-schema";
 import { SmallDocumentWriter, type ItemInput } from "./small-document-writer";
+import { STEP_CHUNKS } from "./index-limits";
 
-/** Chunks embedded per step; a step keeps well inside one request's CPU budget. */
-export const STEP_CHUNKS = 1000;
 /** How long after a failed D1 report the alarm retries it. */
 const RESUME_AFTER_MS = 30_000;
 

@@ -6,7 +6,8 @@ import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
 import { recordDocuments, type IndexingOutcome, type StatementSpec } from "../features/knowledge-bases/documents.repository";
 import type { VectorMetadata } from "../features/knowledge-bases/vector-index";
 import { IngestBatcher } from "./ingest-batcher";
-import { STEP_CHUNKS, type DocumentJob, type IngestJob, type IngestResult } from "./knowledge-base-index";
+import type { DocumentJob, IngestJob, IngestResult } from "./knowledge-base-index";
+import { STEP_CHUNKS } from "./index-limits";
 
 /** When an accepted small document's batch did not commit (the object restarted), the alarm finishes it this much later. */
 const RESUME_AFTER_MS = 30_000;

@@ -7,7 +7,7 @@ import { guardedFetch } from "../../src/lib/egress";
 import { parseArxivRef, parseWikipediaRef, parseYoutubeRef } from "../../src/features/knowledge-bases/sources";
 import { extractText } from "../../src/features/knowledge-bases/extract-text";
 import { pdfToPages } from "../../src/features/knowledge-bases/parsing/pdf-text";
-import { indexIntoKnowledgeBase } from "../../src/features/knowledge-bases/ingestion.service";
+import { indexIntoKnowledgeBase } from "../../src/features/knowledge-bases/index-request";
 import { parseCpuMs, parserPlacement, readDocumentText } from "../../src/features/knowledge-bases/parsing/document-parser";
 import { htmlToText } from "../../src/features/knowledge-bases/parsing/markup";
 import { docxBomb, makeZip, pdfWithFlateStream } from "./hostile-files";

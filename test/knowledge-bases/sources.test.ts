@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import type { AuthContext } from "../../src/env";
-import { indexIntoKnowledgeBase } from "../../src/features/knowledge-bases/ingestion.service";
+import { indexIntoKnowledgeBase } from "../../src/features/knowledge-bases/index-request";
 import { parseArxivRef, parseWikipediaRef, parseYoutubeRef } from "../../src/features/knowledge-bases/sources";
 import { createKb, query, send, type Body } from "./kb-fixtures";
 import { makePdf } from "./documents";

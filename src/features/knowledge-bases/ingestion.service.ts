@@ -5,7 +5,6 @@ import { kbDocuments, type KbDocumentRow, type KnowledgeBaseRow } from "../../db
 import { AppError, badRequest } from "../../lib/errors";
 import { fromBase64 } from "../../lib/crypto";
 import { newId, toHex } from "../../lib/ids";
-import type { FetchFunction } from "../../lib/egress";
 import { auditInsert } from "../audit/audit.service";
 import type { ChunkInput, IngestJob, IngestResult } from "../../durable-objects/knowledge-base-index";
 import { chunkText } from "./chunker";
@@ -14,11 +13,6 @@ import { readDocumentText } from "./parsing/document-parser";
 import { ExtractionError } from "./parsing/parse-limits";
 import { indexStub } from "./durable-object-vector-index";
 import { markDocumentIndexed } from "./documents.repository";
-import { writableKnowledgeBase } from "./knowledge-bases.service";
-import { fetchArxiv, fetchWikipedia, fetchYoutube, type SourceDocument } from "./sources";
-import type { IndexInput } from "./knowledge-bases.schemas";
-import { indexUrlData } from "./web-ingestion";
-import { indexFiles, prepareFiles } from "./file-ingestion";
 
 /** Largest file Loom indexes, after base64 decoding. */
 export const MAX_FILE_BYTES = 20 * 1024 * 1024;
@@ -26,11 +20,6 @@ export const MAX_FILE_BYTES = 20 * 1024 * 1024;
 export const CHUNKS_PER_CALL = 2000;
 /** A document may not produce more chunks than this. */
 export const MAX_CHUNKS_PER_DOCUMENT = 200_000;
-
-export interface IngestionDeps {
-  /** The network, for outside sources; tests pass recorded responses. */
-  fetch?: FetchFunction;
-}
 
 /** Where a document's chunks go: its knowledge base's index object (a stub from the Worker, the object itself in its alarm). */
 export interface IngestTarget {
@@ -55,51 +44,9 @@ export async function sha256OfBytes(bytes: Uint8Array): Promise<string> {
   return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
 }
 
-function fromSource(doc: SourceDocument): PreparedDocument {
-  const text = doc.pages.join("\n\n");
-  return { name: doc.name, path: doc.url, mimeType: doc.mimeType, source: doc.source, size: new TextEncoder().encode(text).length, bytes: new TextEncoder().encode(text), customMetadata: {}, pages: doc.pages, extraMetadata: doc.metadata };
-}
-
 export interface ChunkSettings {
   chunkSize: number;
   chunkOverlap: number;
-}
-
-function chunkSettings(kb: KnowledgeBaseRow, config: IndexInput["config"]): { chunkSize: number; chunkOverlap: number } {
-  const chunkSize = config.chunk_size ?? kb.chunkSize;
-  const chunkOverlap = config.chunk_overlap ?? (config.chunk_size !== undefined ? Math.min(kb.chunkOverlap, chunkSize - 1) : kb.chunkOverlap);
-  if (chunkOverlap >= chunkSize) throw badRequest("config.chunk_overlap: must be less than chunk_size");
-  return { chunkSize, chunkOverlap };
-}
-
-/**
- * Indexes the given file and sources into a knowledge base. Answers each document's id once it
- * is searchable; a document too large for one request keeps `indexing` and is finished by the
- * knowledge base's Durable Object. Identical content already indexed is not indexed again.
- */
-export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: string, input: IndexInput, deps: IngestionDeps = {}): Promise<string[]> {
-  const kb = await writableKnowledgeBase(env, auth, kbId);
-  const config = input.config;
-  if (config.enrichment_tasks && config.enrichment_tasks.length > 0) throw badRequest("config.enrichment_tasks: Loom does not run enrichment tasks yet; send an empty list");
-  const settings = chunkSettings(kb, config);
-
-  const readPdf = async (bytes: Uint8Array): Promise<string[]> => (await readDocumentText(env, auth.orgId, "pdf", bytes)).pages;
-  const refs: [string, string | undefined, (ref: string, f?: FetchFunction) => Promise<SourceDocument>][] = [
-    ["encyclopedia", input.encyclopedia ?? input.wikipedia, fetchWikipedia],
-    ["video", input.video ?? input.youtube, fetchYoutube],
-    ["preprint", input.preprint ?? input.arxiv, (ref, f) => fetchArxiv(ref, f, readPdf)],
-  ];
-  if (!input.file_data && !input.url_data && refs.every(([, ref]) => !ref)) throw badRequest("give file_data, url_data, encyclopedia, video or preprint to index");
-
-  // Every file is read and chunked before anything is stored, so one that cannot be read refuses the request.
-  const files = input.file_data ? await prepareFiles(env, auth.orgId, input.file_data, settings) : [];
-  const prepared: PreparedDocument[] = [];
-  for (const [, ref, fetchSource] of refs) if (ref) prepared.push(fromSource(await fetchSource(ref, deps.fetch)));
-
-  const ids: string[] = files.length ? await indexFiles(env, auth, kb, files, settings) : [];
-  for (const doc of prepared) ids.push(await indexOne(env, auth, kb, doc, settings));
-  if (input.url_data) ids.push(...(await indexUrlData(env, auth, kb, input.url_data, settings, indexOne, deps.fetch)));
-  return ids;
 }
 
 /** What makes two documents the same for de-duplication: their text, chunking and custom metadata. */

@@ -6,7 +6,7 @@ import { DocumentIds, DocumentList, KnowledgeBaseQueryAnswer } from "./knowledge
 import { FetchQuery, ListQuery, listEnvelope } from "../../lib/ownership";
 import { DocumentsDeleteQuery, DocumentsListQuery, IndexBody, KnowledgeBaseCreateBody, KnowledgeBaseParams, QueryBody } from "./knowledge-bases.schemas";
 import { createKnowledgeBase, deleteDocuments, deleteKnowledgeBase, fetchKnowledgeBase, listDocuments, listKnowledgeBases, parseDocumentIds } from "./knowledge-bases.service";
-import { indexIntoKnowledgeBase } from "./ingestion.service";
+import { indexIntoKnowledgeBase } from "./index-request";
 import { queryWithModelOptions } from "../knowledge-base-options/knowledge-base-query";
 
 export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void {

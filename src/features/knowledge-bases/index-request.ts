@@ -1,0 +1,62 @@
+import type { AuthContext, Env } from "../../env";
+import type { KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
+import { badRequest } from "../../lib/errors";
+import type { FetchFunction } from "../../lib/egress";
+import { readDocumentText } from "./parsing/document-parser";
+import { writableKnowledgeBase } from "./knowledge-bases.service";
+import { fetchArxiv, fetchWikipedia, fetchYoutube, type SourceDocument } from "./sources";
+import type { IndexInput } from "./knowledge-bases.schemas";
+import { indexUrlData } from "./web-ingestion";
+import { indexFiles, prepareFiles } from "./file-ingestion";
+import { indexOne, type PreparedDocument } from "./ingestion.service";
+
+// The index route's whole request: files, outside sources and web pages, each through its own
+// module. Kept apart from ingestion.service, which those modules import, so nothing imports back.
+
+export interface IngestionDeps {
+  /** The network, for outside sources; tests pass recorded responses. */
+  fetch?: FetchFunction;
+}
+
+function fromSource(doc: SourceDocument): PreparedDocument {
+  const text = doc.pages.join("\n\n");
+  return { name: doc.name, path: doc.url, mimeType: doc.mimeType, source: doc.source, size: new TextEncoder().encode(text).length, bytes: new TextEncoder().encode(text), customMetadata: {}, pages: doc.pages, extraMetadata: doc.metadata };
+}
+
+function chunkSettings(kb: KnowledgeBaseRow, config: IndexInput["config"]): { chunkSize: number; chunkOverlap: number } {
+  const chunkSize = config.chunk_size ?? kb.chunkSize;
+  const chunkOverlap = config.chunk_overlap ?? (config.chunk_size !== undefined ? Math.min(kb.chunkOverlap, chunkSize - 1) : kb.chunkOverlap);
+  if (chunkOverlap >= chunkSize) throw badRequest("config.chunk_overlap: must be less than chunk_size");
+  return { chunkSize, chunkOverlap };
+}
+
+/**
+ * Indexes the given file and sources into a knowledge base. Answers each document's id once it
+ * is searchable; a document too large for one request keeps `indexing` and is finished by the
+ * knowledge base's Durable Object. Identical content already indexed is not indexed again.
+ */
+export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: string, input: IndexInput, deps: IngestionDeps = {}): Promise<string[]> {
+  const kb = await writableKnowledgeBase(env, auth, kbId);
+  const config = input.config;
+  if (config.enrichment_tasks && config.enrichment_tasks.length > 0) throw badRequest("config.enrichment_tasks: Loom does not run enrichment tasks yet; send an empty list");
+  const settings = chunkSettings(kb, config);
+
+  const readPdf = async (bytes: Uint8Array): Promise<string[]> => (await readDocumentText(env, auth.orgId, "pdf", bytes)).pages;
+  const refs: [string, string | undefined, (ref: string, f?: FetchFunction) => Promise<SourceDocument>][] = [
+    ["encyclopedia", input.encyclopedia ?? input.wikipedia, fetchWikipedia],
+    ["video", input.video ?? input.youtube, fetchYoutube],
+    ["preprint", input.preprint ?? input.arxiv, (ref, f) => fetchArxiv(ref, f, readPdf)],
+  ];
+  if (!input.file_data && !input.url_data && refs.every(([, ref]) => !ref)) throw badRequest("give file_data, url_data, encyclopedia, video or preprint to index");
+
+  // Every file is read and chunked before anything is stored, so one that cannot be read refuses the request.
+  const files = input.file_data ? await prepareFiles(env, auth.orgId, input.file_data, settings) : [];
+  const prepared: PreparedDocument[] = [];
+  for (const [, ref, fetchSource] of refs) if (ref) prepared.push(fromSource(await fetchSource(ref, deps.fetch)));
+
+  const ids: string[] = files.length ? await indexFiles(env, auth, kb, files, settings) : [];
+  for (const doc of prepared) ids.push(await indexOne(env, auth, kb, doc, settings));
+  if (input.url_data) ids.push(...(await indexUrlData(env, auth, kb, input.url_data, settings, indexOne, deps.fetch)));
+  return ids;
+}
+
