@@ -21,7 +21,8 @@ const bindings = {
   // One log line per request would bury the test report; tests that check logging raise it with
   // callWith({ LOG_LEVEL: "info" }). `LOG_LEVEL=info npm test` shows every line.
   LOG_LEVEL: process.env.LOG_LEVEL ?? "off",
-  ALLOW_PRIVATE_MODEL_HOSTS: "ollama.internal:11434,tei.internal,flaky.internal,slow.internal,llm.internal,127.0.0.1:11434,127.0.0.1:9",
+  ALLOW_PRIVATE_MODEL_HOSTS:
+    "ollama.internal:11434,tei.internal,flaky.internal,slow.internal,llm.internal,127.0.0.1:11434,127.0.0.1:9",
 };
 
 /**
@@ -41,16 +42,35 @@ const ratelimits = {
 
 /** The fake Vectorize binding, bundled into a Worker the `vectorize` project binds as VECTORIZE. */
 function fakeVectorizeWorker(): string {
-  const built = buildSync({ entryPoints: [fileURLToPath(new URL("./test/knowledge-bases/fake-vectorize-worker.ts", import.meta.url))], bundle: true, format: "esm", platform: "neutral", external: ["cloudflare:*"], write: false, logLevel: "warning" });
+  const built = buildSync({
+    entryPoints: [fileURLToPath(new URL("./test/knowledge-bases/fake-vectorize-worker.ts", import.meta.url))],
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    external: ["cloudflare:*"],
+    write: false,
+    logLevel: "warning",
+  });
   return built.outputFiles[0].text;
 }
 
 /** The fake web (test/knowledge-bases/fake-web-worker.ts), bound as WEB_FETCHER and, for publishing pages, FAKE_WEB. */
 function fakeWebWorker() {
-  const built = buildSync({ entryPoints: [fileURLToPath(new URL("./test/knowledge-bases/fake-web-worker.ts", import.meta.url))], bundle: true, format: "esm", platform: "neutral", external: ["cloudflare:*"], write: false, logLevel: "warning" });
+  const built = buildSync({
+    entryPoints: [fileURLToPath(new URL("./test/knowledge-bases/fake-web-worker.ts", import.meta.url))],
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    external: ["cloudflare:*"],
+    write: false,
+    logLevel: "warning",
+  });
   return { name: "fake-web", modules: true, script: built.outputFiles[0].text, compatibilityDate: "2026-11-01" };
 }
-const fakeWebBindings = { WEB_FETCHER: { name: "fake-web", entrypoint: "FakeWeb" }, FAKE_WEB: { name: "fake-web", entrypoint: "FakeWebControl" } };
+const fakeWebBindings = {
+  WEB_FETCHER: { name: "fake-web", entrypoint: "FakeWeb" },
+  FAKE_WEB: { name: "fake-web", entrypoint: "FakeWebControl" },
+};
 
 /**
  * workerd's own "uncaught exception" lines: the durability tests crash Durable Objects on purpose
@@ -80,11 +100,23 @@ export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [cloudflareTest({ verbose, wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
+        plugins: [
+          cloudflareTest({
+            verbose,
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] },
+          }),
+        ],
         test: { name: "loom", include: ["test/**/*.test.ts"], exclude: FRESH_RUNTIME, ...common },
       },
       {
-        plugins: [cloudflareTest({ verbose, wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] } })],
+        plugins: [
+          cloudflareTest({
+            verbose,
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] },
+          }),
+        ],
         test: { name: "loom-fresh", include: FRESH_RUNTIME, ...common, isolate: true },
       },
       {
@@ -98,7 +130,14 @@ export default defineConfig({
               bindings: { ...bindings, KB_VECTOR_BACKEND: "vectorize" },
               ratelimits,
               serviceBindings: { VECTORIZE: { name: "fake-vectorize", entrypoint: "FakeVectorizeBinding" } },
-              workers: [{ name: "fake-vectorize", modules: true, script: fakeVectorizeWorker(), compatibilityDate: "2026-11-01" }],
+              workers: [
+                {
+                  name: "fake-vectorize",
+                  modules: true,
+                  script: fakeVectorizeWorker(),
+                  compatibilityDate: "2026-11-01",
+                },
+              ],
             },
           }),
         ],
@@ -107,7 +146,13 @@ export default defineConfig({
       {
         // The generated-client check, in Node: Loom started as `npm start` starts it, its live
         // /openapi.json through openapi-typescript, and a sample client type-checked and run.
-        test: { name: "client", include: ["test-client/**/*.test.ts"], environment: "node", testTimeout: 120_000, hookTimeout: 180_000 },
+        test: {
+          name: "client",
+          include: ["test-client/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+        },
       },
     ],
   },

@@ -18,8 +18,9 @@ const outOffset = dataOffset + count * stride;
 memory.grow(Math.ceil((outOffset + count * 4) / PAGE));
 const heap = new Int8Array(memory.buffer);
 let seed = 1;
-const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
-for (let i = 0; i < count; i++) for (let j = 0; j < dims; j++) heap[dataOffset + i * stride + j] = Math.round(rand() * 254 - 127);
+const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+for (let i = 0; i < count; i++)
+  for (let j = 0; j < dims; j++) heap[dataOffset + i * stride + j] = Math.round(rand() * 254 - 127);
 for (let j = 0; j < dims; j++) heap[j] = Math.round(rand() * 254 - 127);
 const out = new Int32Array(memory.buffer, outOffset, count);
 
@@ -46,4 +47,6 @@ const js = time(() => {
     scores[i] = s;
   }
 });
-console.log(`${count} x ${dims} int8 vectors, one full scan: SIMD kernel ${simd.toFixed(2)} ms, plain JavaScript ${js.toFixed(2)} ms (${(js / simd).toFixed(1)}x), ${runs} runs each`);
+console.log(
+  `${count} x ${dims} int8 vectors, one full scan: SIMD kernel ${simd.toFixed(2)} ms, plain JavaScript ${js.toFixed(2)} ms (${(js / simd).toFixed(1)}x), ${runs} runs each`,
+);

@@ -11,12 +11,19 @@ import { requireLoom, takeBase } from "./loom-base.mjs";
 
 const dir = fileURLToPath(new URL("./bench/", import.meta.url));
 const { base, rest: argv } = takeBase(process.argv.slice(2), "bench");
-const args = new Map(argv.filter((a) => a.startsWith("--")).map((a) => {
-  const [key, value] = a.replace(/^--/, "").split("=");
-  return [key, value ?? "true"];
-}));
+const args = new Map(
+  argv
+    .filter((a) => a.startsWith("--"))
+    .map((a) => {
+      const [key, value] = a.replace(/^--/, "").split("=");
+      return [key, value ?? "true"];
+    }),
+);
 const wanted = argv.filter((a) => !a.startsWith("--"));
-const sections = readdirSync(dir).filter((f) => f.endsWith(".mjs")).sort().map((f) => f.replace(/\.mjs$/, ""));
+const sections = readdirSync(dir)
+  .filter((f) => f.endsWith(".mjs"))
+  .sort()
+  .map((f) => f.replace(/\.mjs$/, ""));
 if (args.has("help") || args.has("h")) {
   console.log(`usage: npm run bench [-- SECTION ...] [--base=URL] [section options]
   --base=URL   the Loom to measure (default http://127.0.0.1:8787; start it with npm start -- --no-rate-limits)
@@ -38,7 +45,10 @@ for (const name of wanted.length ? wanted : sections) {
     const section = await import(pathToFileURL(file).href);
     await section.run({ base, args });
   } else {
-    const result = spawnSync(process.execPath, [file, ...argv.filter((a) => a.startsWith("--"))], { stdio: "inherit", env: { ...process.env, LOOM_URL: base, LOOM_BASE_URL: base } });
+    const result = spawnSync(process.execPath, [file, ...argv.filter((a) => a.startsWith("--"))], {
+      stdio: "inherit",
+      env: { ...process.env, LOOM_URL: base, LOOM_BASE_URL: base },
+    });
     if (result.status !== 0) failed += 1;
   }
 }

@@ -10,6 +10,7 @@ rmSync(out, { recursive: true, force: true });
 mkdirSync(new URL("vendor/", out), { recursive: true });
 
 const vendor = ["swagger-ui-bundle.js", "swagger-ui.css", "LICENSE", "NOTICE", "favicon-32x32.png"];
-for (const file of vendor) copyFileSync(new URL(`node_modules/swagger-ui-dist/${file}`, root), new URL(`vendor/${file}`, out));
+for (const file of vendor)
+  copyFileSync(new URL(`node_modules/swagger-ui-dist/${file}`, root), new URL(`vendor/${file}`, out));
 copyFileSync(new URL("src/features/docs/browser/loom-docs.js", root), new URL("loom-docs.js", out));
 console.log("copied Swagger UI into public/docs");

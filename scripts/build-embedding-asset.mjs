@@ -15,7 +15,9 @@ if (!existsSync(table)) {
   // Same policy as distill-embeddings.mjs: a production install (--omit=dev) cannot build the
   // table, and installing must not fail for that; building, testing or starting must.
   const postinstall = process.env.npm_lifecycle_event === "postinstall";
-  console[postinstall ? "warn" : "error"]("build:embedding-asset: no embedding table at src/providers/generated/static-use.bin (npm run build:embeddings makes it)");
+  console[postinstall ? "warn" : "error"](
+    "build:embedding-asset: no embedding table at src/providers/generated/static-use.bin (npm run build:embeddings makes it)",
+  );
   process.exit(postinstall ? 0 : 1);
 }
 const bytes = readFileSync(table);
@@ -24,7 +26,8 @@ const name = `static-use-256.${hash}.bin`;
 
 mkdirSync(assets, { recursive: true });
 // Only this step's own files: older tables go, the parser's module (build-parser.mjs) stays.
-for (const file of readdirSync(assets)) if (file.startsWith("static-use-256.") && file !== name) rmSync(new URL(file, assets));
+for (const file of readdirSync(assets))
+  if (file.startsWith("static-use-256.") && file !== name) rmSync(new URL(file, assets));
 copyFileSync(table, new URL(name, assets));
 writeFileSync(
   new URL("src/providers/generated/static-use-asset.ts", root),

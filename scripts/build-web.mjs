@@ -27,7 +27,12 @@ await build({
   legalComments: "none",
   logLevel: "warning",
 });
-await build({ entryPoints: [path.join(root, "web/chat.css")], outfile: path.join(out, "chat.css"), minify: true, logLevel: "warning" });
+await build({
+  entryPoints: [path.join(root, "web/chat.css")],
+  outfile: path.join(out, "chat.css"),
+  minify: true,
+  logLevel: "warning",
+});
 
 for (const file of ["widget.js", "chat.js", "chat.css"]) {
   const size = gzipSync(readFileSync(path.join(out, file))).length;

@@ -135,7 +135,9 @@ mkdirSync(stamps, { recursive: true });
 for (const step of steps) {
   // A guest importing its own generated wasm must not count that output as an input.
   const ownOutputs = step.outputs.filter((output) => !output.endsWith("*")).map((output) => path.join(root, output));
-  const sources = sourceClosure(step.sources).filter((file) => !ownOutputs.some((output) => file === output || file.startsWith(`${output}${path.sep}`)));
+  const sources = sourceClosure(step.sources).filter(
+    (file) => !ownOutputs.some((output) => file === output || file.startsWith(`${output}${path.sep}`)),
+  );
   const inputs = hashFiles([path.join(root, step.script), path.join(root, "package-lock.json"), ...sources]);
   const stampPath = path.join(stamps, `${step.name}.json`);
   const stamp = existsSync(stampPath) ? JSON.parse(readFileSync(stampPath, "utf8")) : null;

@@ -12,15 +12,22 @@ import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const args = new Map(process.argv.slice(2).map((arg) => [arg.replace(/^--/, "").split("=")[0], arg.split("=")[1] ?? "true"]));
+const args = new Map(
+  process.argv.slice(2).map((arg) => [arg.replace(/^--/, "").split("=")[0], arg.split("=")[1] ?? "true"]),
+);
 if (args.has("help")) {
-  console.log("npm run check:bundle [-- --limit=BYTES] [-- --keep]: fails when the Worker bundle passes LIMIT bytes gzipped (default 3000000)");
+  console.log(
+    "npm run check:bundle [-- --limit=BYTES] [-- --keep]: fails when the Worker bundle passes LIMIT bytes gzipped (default 3000000)",
+  );
   process.exit(0);
 }
 // 3 MB as 3,000,000 bytes: a little under Cloudflare's 3 MiB, so passing here passes there.
 const limit = Number(args.get("limit") ?? 3_000_000);
 const outdir = path.join(root, ".wrangler/check-bundle");
-const wrangler = path.join(path.dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin/wrangler.js");
+const wrangler = path.join(
+  path.dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
+  "bin/wrangler.js",
+);
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await new Promise((resolve) => {
@@ -50,13 +57,22 @@ const rows = files.map((file) => {
 rows.sort((a, b) => b.gzip - a.gzip);
 const total = rows.reduce((sum, row) => ({ raw: sum.raw + row.raw, gzip: sum.gzip + row.gzip }), { raw: 0, gzip: 0 });
 const mb = (bytes) => `${(bytes / 1_000_000).toFixed(2)} MB`;
-for (const row of rows) console.log(`${mb(row.gzip).padStart(9)} gzipped  ${mb(row.raw).padStart(9)} raw  ${row.file.replace(/^[0-9a-f]{40}-/, "")}`);
+for (const row of rows)
+  console.log(
+    `${mb(row.gzip).padStart(9)} gzipped  ${mb(row.raw).padStart(9)} raw  ${row.file.replace(/^[0-9a-f]{40}-/, "")}`,
+  );
 // wrangler's own figure, as `wrangler deploy` prints it, for comparison.
 const reported = /Total Upload: ([\d.]+ KiB) \/ gzip: ([\d.]+ KiB)/.exec(result.output);
-console.log(`${mb(total.gzip).padStart(9)} gzipped  ${mb(total.raw).padStart(9)} raw  total${reported ? ` (wrangler: ${reported[1]} / gzip ${reported[2]})` : ""}`);
+console.log(
+  `${mb(total.gzip).padStart(9)} gzipped  ${mb(total.raw).padStart(9)} raw  total${reported ? ` (wrangler: ${reported[1]} / gzip ${reported[2]})` : ""}`,
+);
 if (!args.has("keep")) rmSync(outdir, { recursive: true, force: true });
 if (total.gzip > limit) {
-  console.error(`check:bundle: the Worker is ${mb(total.gzip)} gzipped, over the ${mb(limit)} limit (Workers free plan: 3 MB). Move data or code needed only on first use to the static assets (src/lib/runtime-assets.ts).`);
+  console.error(
+    `check:bundle: the Worker is ${mb(total.gzip)} gzipped, over the ${mb(limit)} limit (Workers free plan: 3 MB). Move data or code needed only on first use to the static assets (src/lib/runtime-assets.ts).`,
+  );
   process.exit(1);
 }
-console.log(`check:bundle: ${mb(total.gzip)} gzipped, under the ${mb(limit)} limit (${mb(limit - total.gzip)} to spare)`);
+console.log(
+  `check:bundle: ${mb(total.gzip)} gzipped, under the ${mb(limit)} limit (${mb(limit - total.gzip)} to spare)`,
+);

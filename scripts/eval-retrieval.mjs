@@ -40,14 +40,19 @@ const args = new Map(
 );
 // The collections sit in the shared data folder beside the checkout (../shared/data) or beside
 // the folder of worktrees (../../shared/data): the first that exists is the default.
-const dataDir = args.get("data") ?? [join(root, "../shared/data"), join(root, "../../shared/data")].find((dir) => existsSync(dir)) ?? join(root, "../shared/data");
+const dataDir =
+  args.get("data") ??
+  [join(root, "../shared/data"), join(root, "../../shared/data")].find((dir) => existsSync(dir)) ??
+  join(root, "../shared/data");
 const collectionNames = (args.get("collections") ?? "cranfield,cisi").split(",");
 /** The default query must beat LanceDB's full-text search by this factor (issue 14). */
 const TARGET_RATIO = 1.1;
 await requireLoom(base, "eval:retrieval");
 const concurrency = Number(args.get("concurrency") ?? 4);
 const chunkSize = Number(args.get("chunk-size") ?? 400);
-const hybridConfig = args.has("hybrid") ? { fusion_method: args.get("hybrid"), ...(args.has("alpha") ? { alpha: Number(args.get("alpha")) } : {}) } : undefined;
+const hybridConfig = args.has("hybrid")
+  ? { fusion_method: args.get("hybrid"), ...(args.has("alpha") ? { alpha: Number(args.get("alpha")) } : {}) }
+  : undefined;
 
 async function api(path, { method = "GET", body, token, form } = {}) {
   const headers = {};
@@ -87,9 +92,25 @@ async function evaluate(collection) {
   const reuse = Boolean(kb && key);
   const user = `eval${Date.now().toString(36)}${collection.name}`;
   if (!reuse) {
-    const signup = await api("/auth/signup", { method: "POST", body: { email: `${user}@example.com`, password: "evaluation-password", username: user, organization: `${user}-org` } });
-    key = (await api("/auth/api-keys", { method: "POST", token: signup.access_token, body: { name: "eval-retrieval" } })).key;
-    kb = (await api("/v1/knowledge-base", { method: "POST", token: key, body: { name: collection.name, chunk_size: chunkSize } })).id;
+    const signup = await api("/auth/signup", {
+      method: "POST",
+      body: {
+        email: `${user}@example.com`,
+        password: "evaluation-password",
+        username: user,
+        organization: `${user}-org`,
+      },
+    });
+    key = (
+      await api("/auth/api-keys", { method: "POST", token: signup.access_token, body: { name: "eval-retrieval" } })
+    ).key;
+    kb = (
+      await api("/v1/knowledge-base", {
+        method: "POST",
+        token: key,
+        body: { name: collection.name, chunk_size: chunkSize },
+      })
+    ).id;
   }
 
   const started = Date.now();
@@ -99,19 +120,32 @@ async function evaluate(collection) {
     const result = await api(`/v1/knowledge-base/${kb}/index`, {
       method: "POST",
       token: key,
-      body: { file_data: { file: { type: "file", raw_bytes: Buffer.from(text).toString("base64"), metadata: { name: `${collection.name}-${doc.id}.txt`, mime_type: "text/plain" } }, custom_metadata: { cran_id: doc.id } } },
+      body: {
+        file_data: {
+          file: {
+            type: "file",
+            raw_bytes: Buffer.from(text).toString("base64"),
+            metadata: { name: `${collection.name}-${doc.id}.txt`, mime_type: "text/plain" },
+          },
+          custom_metadata: { cran_id: doc.id },
+        },
+      },
     });
     docByLoomId.set(result.document_ids[0], doc.id);
   });
   const indexSeconds = (Date.now() - started) / 1000;
-  if (!reuse) console.log(`\n${collection.name}: indexed ${docs.length} documents in ${indexSeconds.toFixed(1)} s (${base}, knowledge base ${kb})`);
+  if (!reuse)
+    console.log(
+      `\n${collection.name}: indexed ${docs.length} documents in ${indexSeconds.toFixed(1)} s (${base}, knowledge base ${kb})`,
+    );
 
   const modes = [
     ["default", {}],
     ["keyword", { retrieval_config: { search_mode: "keyword" } }],
     ["vector", { retrieval_config: { search_mode: "vector" } }],
   ];
-  if (hybridConfig) modes.push(["hybrid*", { retrieval_config: { search_mode: "hybrid" }, hybrid_search_config: hybridConfig }]);
+  if (hybridConfig)
+    modes.push(["hybrid*", { retrieval_config: { search_mode: "hybrid" }, hybrid_search_config: hybridConfig }]);
   // The offline query options: pseudo-relevance feedback runs with no model connection.
   if (!args.has("no-prf")) {
     modes.push(["default+prf", { expand_query: true }]);
@@ -125,12 +159,26 @@ async function evaluate(collection) {
     const t0 = Date.now();
     await pool(judgedQueries, concurrency, async (q) => {
       const gains = qrels.get(q.number);
-      const res = await api(`/v1/knowledge-base/${kb}/query`, { method: "POST", token: key, body: { queries: [q.text], search_metadata: { top_k: 100 }, config: { ...config, retrieval_unit: "documents" } } });
+      const res = await api(`/v1/knowledge-base/${kb}/query`, {
+        method: "POST",
+        token: key,
+        body: {
+          queries: [q.text],
+          search_metadata: { top_k: 100 },
+          config: { ...config, retrieval_unit: "documents" },
+        },
+      });
       const ranked = res.result.documents.map((d) => docByLoomId.get(d.document_id) ?? String(d.metadata.cran_id));
       ndcg += ndcgAt(ranked, gains, 10);
       recall += recallAt(ranked, gains, 100);
     });
-    rows.push({ mode, ndcg: ndcg / judgedQueries.length, recall: recall / judgedQueries.length, queries: judgedQueries.length, ms: (Date.now() - t0) / judgedQueries.length });
+    rows.push({
+      mode,
+      ndcg: ndcg / judgedQueries.length,
+      recall: recall / judgedQueries.length,
+      queries: judgedQueries.length,
+      ms: (Date.now() - t0) / judgedQueries.length,
+    });
   }
   if (!args.has("no-lancedb")) {
     const t0 = Date.now();
@@ -141,7 +189,13 @@ async function evaluate(collection) {
       ndcg += ndcgAt(rankings.get(q.number), qrels.get(q.number), 10);
       recall += recallAt(rankings.get(q.number), qrels.get(q.number), 100);
     }
-    rows.push({ mode: "lancedb-fts", ndcg: ndcg / judgedQueries.length, recall: recall / judgedQueries.length, queries: judgedQueries.length, ms: (Date.now() - t0) / judgedQueries.length });
+    rows.push({
+      mode: "lancedb-fts",
+      ndcg: ndcg / judgedQueries.length,
+      recall: recall / judgedQueries.length,
+      queries: judgedQueries.length,
+      ms: (Date.now() - t0) / judgedQueries.length,
+    });
   }
   if (args.has("keep")) console.log(`kept: --reuse-${collection.name}=${kb}:${key}`);
   else if (!reuse) await api(`/v1/knowledge-base/${kb}`, { method: "DELETE", token: key });
@@ -155,13 +209,27 @@ async function main() {
   let failed = false;
   for (const { name, rows } of results) {
     console.log(`\n${name}: mode       nDCG@10  Recall@100  (queries, mean ms/query)`);
-    for (const r of rows) console.log(`  ${r.mode.padEnd(18)} ${r.ndcg.toFixed(4)}   ${r.recall.toFixed(4)}      (${r.queries}, ${r.ms.toFixed(1)})`);
+    for (const r of rows)
+      console.log(
+        `  ${r.mode.padEnd(18)} ${r.ndcg.toFixed(4)}   ${r.recall.toFixed(4)}      (${r.queries}, ${r.ms.toFixed(1)})`,
+      );
     const find = (mode) => rows.find((r) => r.mode === mode);
-    const [plain, withPrf, withoutPrf, keyword, lance] = ["default", "default+prf", "default-prf", "keyword", "lancedb-fts"].map(find);
-    if (withPrf && withoutPrf) console.log(`  expand_query on vs off: nDCG@10 ${(withPrf.ndcg - withoutPrf.ndcg >= 0 ? "+" : "") + (withPrf.ndcg - withoutPrf.ndcg).toFixed(4)}`);
+    const [plain, withPrf, withoutPrf, keyword, lance] = [
+      "default",
+      "default+prf",
+      "default-prf",
+      "keyword",
+      "lancedb-fts",
+    ].map(find);
+    if (withPrf && withoutPrf)
+      console.log(
+        `  expand_query on vs off: nDCG@10 ${(withPrf.ndcg - withoutPrf.ndcg >= 0 ? "+" : "") + (withPrf.ndcg - withoutPrf.ndcg).toFixed(4)}`,
+      );
     if (lance) {
       const ratio = plain.ndcg / lance.ndcg;
-      console.log(`  Loom default / LanceDB FTS: ${ratio.toFixed(3)} (target >= ${TARGET_RATIO}); keyword-only / LanceDB: ${(keyword.ndcg / lance.ndcg).toFixed(3)} (target >= 1)`);
+      console.log(
+        `  Loom default / LanceDB FTS: ${ratio.toFixed(3)} (target >= ${TARGET_RATIO}); keyword-only / LanceDB: ${(keyword.ndcg / lance.ndcg).toFixed(3)} (target >= 1)`,
+      );
       if (ratio < TARGET_RATIO || keyword.ndcg < lance.ndcg) failed = true;
     }
     if (plain.ndcg < keyword.ndcg) {

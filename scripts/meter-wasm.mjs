@@ -29,7 +29,18 @@ function meter(bytes) {
   const module = binaryen.readBinary(bytes);
   const F = binaryen.Features;
   // What emscripten emits today; "All" would also switch on encodings workerd cannot read.
-  module.setFeatures(F.MVP | F.MutableGlobals | F.NontrappingFPToInt | F.SignExt | F.BulkMemory | F.BulkMemoryOpt | F.SIMD128 | F.ReferenceTypes | F.Multivalue | F.CallIndirectOverlong);
+  module.setFeatures(
+    F.MVP |
+      F.MutableGlobals |
+      F.NontrappingFPToInt |
+      F.SignExt |
+      F.BulkMemory |
+      F.BulkMemoryOpt |
+      F.SIMD128 |
+      F.ReferenceTypes |
+      F.Multivalue |
+      F.CallIndirectOverlong,
+  );
   // binaryen's log-execution pass puts a call to an imported `log_execution` at every
   // function entry, loop header and return; that import is then replaced by a defined
   // function that spends fuel, and inlined, so no call leaves the wasm.
@@ -55,7 +66,13 @@ function meter(bytes) {
       module.if(module.i32.lt_s(fuel(), module.i32.const(0)), module.unreachable()),
     ]),
   );
-  module.addFunction("loom_set_fuel", binaryen.createType([binaryen.i32]), binaryen.none, [], module.global.set("loom_fuel", module.local.get(0, binaryen.i32)));
+  module.addFunction(
+    "loom_set_fuel",
+    binaryen.createType([binaryen.i32]),
+    binaryen.none,
+    [],
+    module.global.set("loom_fuel", module.local.get(0, binaryen.i32)),
+  );
   module.addFunction("loom_get_fuel", binaryen.none, binaryen.i32, [], fuel());
   module.addFunctionExport("loom_set_fuel", "loom_set_fuel");
   module.addFunctionExport("loom_get_fuel", "loom_get_fuel");
@@ -70,35 +87,60 @@ function meter(bytes) {
 /** Applies one textual patch, refusing to continue if the loader changed shape. */
 function patch(source, from, to, { all = false } = {}) {
   const count = source.split(from).length - 1;
-  if (count === 0 || (!all && count !== 1)) throw new Error(`micropython.mjs patch matched ${count} times: ${from.slice(0, 70)}`);
+  if (count === 0 || (!all && count !== 1))
+    throw new Error(`micropython.mjs patch matched ${count} times: ${from.slice(0, 70)}`);
   return source.split(from).join(to);
 }
 
 function patchMicroPythonLoader(source) {
   let s = source;
   // Always take the web-worker path: no Node detection, no `module`/`fs`/`path` imports.
-  s = patch(s, 'ENVIRONMENT_IS_WEB=!!globalThis.window,ENVIRONMENT_IS_WORKER=!!globalThis.WorkerGlobalScope,ENVIRONMENT_IS_NODE=globalThis.process?.versions?.node&&"renderer"!=globalThis.process?.type', "ENVIRONMENT_IS_WEB=!1,ENVIRONMENT_IS_WORKER=!0,ENVIRONMENT_IS_NODE=!1");
-  s = patch(s, 'const{createRequire:createRequire}=await import("module");var require=createRequire(import.meta.url)', 'var require=()=>{throw new Error("require is unavailable")}');
+  s = patch(
+    s,
+    'ENVIRONMENT_IS_WEB=!!globalThis.window,ENVIRONMENT_IS_WORKER=!!globalThis.WorkerGlobalScope,ENVIRONMENT_IS_NODE=globalThis.process?.versions?.node&&"renderer"!=globalThis.process?.type',
+    "ENVIRONMENT_IS_WEB=!1,ENVIRONMENT_IS_WORKER=!0,ENVIRONMENT_IS_NODE=!1",
+  );
+  s = patch(
+    s,
+    'const{createRequire:createRequire}=await import("module");var require=createRequire(import.meta.url)',
+    'var require=()=>{throw new Error("require is unavailable")}',
+  );
   s = patch(s, "if(!globalThis.window&&!globalThis.WorkerGlobalScope)throw", "if(!1)throw");
   // Let the caller instantiate the precompiled module itself.
-  s = patch(s, "let Module={locateFile:(path,scriptDirectory)=>url||scriptDirectory+path}", "let Module={locateFile:(path,scriptDirectory)=>url||scriptDirectory+path,instantiateWasm:options.instantiateWasm}");
+  s = patch(
+    s,
+    "let Module={locateFile:(path,scriptDirectory)=>url||scriptDirectory+path}",
+    "let Module={locateFile:(path,scriptDirectory)=>url||scriptDirectory+path,instantiateWasm:options.instantiateWasm}",
+  );
   // Python's `js` module is proxy reference 0: make it an empty frozen object, not globalThis
   // (the module is also removed from the build, see removeBuiltinModules).
   s = patch(s, "globalThis.proxy_js_ref=[globalThis,void 0]", "globalThis.proxy_js_ref=[LOOM_JS_ROOT,void 0]");
   s = patch(s, "globalThis.proxy_js_ref_map.set(globalThis,0)", "globalThis.proxy_js_ref_map.set(LOOM_JS_ROOT,0)");
   // Each interpreter instance serves one call and is then dropped; a finalizer that later
   // frees a proxy reference would reach into whichever instance globalThis.Module is by then.
-  s = patch(s, 'globalThis.pyProxyFinalizationRegistry=new FinalizationRegistry(cRef=>{globalThis.proxy_js_map.delete(cRef),Module.ccall("proxy_c_free_obj","null",["number"],[cRef])})', "globalThis.pyProxyFinalizationRegistry={register(){},unregister(){}}");
+  s = patch(
+    s,
+    'globalThis.pyProxyFinalizationRegistry=new FinalizationRegistry(cRef=>{globalThis.proxy_js_map.delete(cRef),Module.ccall("proxy_c_free_obj","null",["number"],[cRef])})',
+    "globalThis.pyProxyFinalizationRegistry={register(){},unregister(){}}",
+  );
   // The one place a host object becomes a Python JsProxy (an attribute read, a call's result,
   // jsffi.to_js ...): refuse. The host itself only ever hands Python strings and numbers.
-  s = patch(s, "else{let id;const existing_ref=proxy_js_ref_map.get(js_obj);", "else{throw new LoomBridgeRefused;let id;const existing_ref=proxy_js_ref_map.get(js_obj);");
+  s = patch(
+    s,
+    "else{let id;const existing_ref=proxy_js_ref_map.get(js_obj);",
+    "else{throw new LoomBridgeRefused;let id;const existing_ref=proxy_js_ref_map.get(js_obj);",
+  );
   // The result is converted by defining properties on null-prototype objects, never by
   // assignment, so no setter anywhere on a prototype chain sees a value (defence in depth).
   s = patch(s, "js_dict={}", "js_dict=Object.create(null)");
   s = patch(s, "js_dict[js_key]=PyProxy.toJs(js_value)", "loomDefine(js_dict,js_key,PyProxy.toJs(js_value))");
   s = patch(s, "js_array.push(PyProxy.toJs(js_item))", "loomDefine(js_array,js_array.length,PyProxy.toJs(js_item))");
   // The command-line entry for Node: never taken, and its imports must not reach the bundle.
-  s = patch(s, 'if(globalThis.loadMicroPython=loadMicroPython,"object"==typeof process', 'if(!1&&"object"==typeof process');
+  s = patch(
+    s,
+    'if(globalThis.loadMicroPython=loadMicroPython,"object"==typeof process',
+    'if(!1&&"object"==typeof process',
+  );
   for (const name of ["path", "url", "fs"]) s = patch(s, `await import("${name}")`, "{}");
   s = patch(s, "import.meta.url", '"file:///micropython.mjs"', { all: true });
   if (/\bimport\s*\(/.test(s.replace(/pyimport\(/g, ""))) throw new Error("micropython.mjs still has a dynamic import");
@@ -143,7 +185,10 @@ async function runMicroPython(wasm, code) {
  * to check every import of them now fails and an ordinary one still works.
  */
 async function removeBuiltinModules(wasm) {
-  const probe = await runMicroPython(wasm, REMOVED_MODULES.map((name) => `print(id(__import__(${JSON.stringify(name)})))`).join("\n"));
+  const probe = await runMicroPython(
+    wasm,
+    REMOVED_MODULES.map((name) => `print(id(__import__(${JSON.stringify(name)})))`).join("\n"),
+  );
   const bytes = Buffer.from(wasm);
   let nameKey;
   REMOVED_MODULES.forEach((name, i) => {
@@ -158,20 +203,32 @@ async function removeBuiltinModules(wasm) {
     pair.writeUInt32LE(address, 4);
     const slots = [];
     for (let at = bytes.indexOf(pair); at >= 0; at = bytes.indexOf(pair, at + 1)) slots.push(at);
-    if (slots.length < 1 || slots.length > 2) throw new Error(`MicroPython module ${name}: ${slots.length} table slots in the binary`);
+    if (slots.length < 1 || slots.length > 2)
+      throw new Error(`MicroPython module ${name}: ${slots.length} table slots in the binary`);
     for (const at of slots) bytes.writeUInt32LE(0, at);
   });
   const names = JSON.stringify([...REMOVED_MODULES, ...REMOVED_MODULES.map((n) => `u${n}`), "asyncio"]);
-  const check = await runMicroPython(bytes, `import json\nfor n in ${names}:\n    try:\n        __import__(n)\n        print("still there: " + n)\n    except ImportError:\n        pass\nprint("checked")`);
-  if (check.lines.join("\n") !== "checked") throw new Error(`MicroPython module removal failed: ${check.lines.join("; ")}`);
+  const check = await runMicroPython(
+    bytes,
+    `import json\nfor n in ${names}:\n    try:\n        __import__(n)\n        print("still there: " + n)\n    except ImportError:\n        pass\nprint("checked")`,
+  );
+  if (check.lines.join("\n") !== "checked")
+    throw new Error(`MicroPython module removal failed: ${check.lines.join("; ")}`);
   return new Uint8Array(bytes);
 }
 
 const started = Date.now();
 const quickjs = meter(read("node_modules/@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.wasm"));
 writeFileSync(new URL("quickjs.wasm", out), quickjs);
-writeFileSync(new URL("micropython.mjs", out), patchMicroPythonLoader(read("node_modules/@micropython/micropython-webassembly-pyscript/micropython.mjs").toString("utf8")));
-const micropython = await removeBuiltinModules(meter(read("node_modules/@micropython/micropython-webassembly-pyscript/micropython.wasm")));
+writeFileSync(
+  new URL("micropython.mjs", out),
+  patchMicroPythonLoader(
+    read("node_modules/@micropython/micropython-webassembly-pyscript/micropython.mjs").toString("utf8"),
+  ),
+);
+const micropython = await removeBuiltinModules(
+  meter(read("node_modules/@micropython/micropython-webassembly-pyscript/micropython.wasm")),
+);
 writeFileSync(new URL("micropython.wasm", out), micropython);
 writeFileSync(
   new URL("micropython.d.mts", out),
@@ -228,9 +285,17 @@ async function bundleGuest(language) {
 const guestJavaScript = await bundleGuest("javascript");
 const guestPython = await bundleGuest("python");
 // Names the build in the loader's isolate ids, so a deploy never reuses an isolate of an older guest.
-const guestVersion = createHash("sha256").update(guestJavaScript).update(guestPython).update(quickjs).update(micropython).digest("hex").slice(0, 16);
+const guestVersion = createHash("sha256")
+  .update(guestJavaScript)
+  .update(guestPython)
+  .update(quickjs)
+  .update(micropython)
+  .digest("hex")
+  .slice(0, 16);
 writeFileSync(
   new URL("guest-bundle.ts", out),
   `// Generated by scripts/meter-wasm.mjs; do not edit.\nexport const GUEST_JAVASCRIPT: string = ${JSON.stringify(guestJavaScript)};\nexport const GUEST_PYTHON: string = ${JSON.stringify(guestPython)};\nexport const GUEST_VERSION: string = ${JSON.stringify(guestVersion)};\n`,
 );
-console.log(`sandbox build: metered QuickJS (${quickjs.length} B) and MicroPython (${micropython.length} B), guests ${guestJavaScript.length} / ${guestPython.length} B, ${Date.now() - started} ms`);
+console.log(
+  `sandbox build: metered QuickJS (${quickjs.length} B) and MicroPython (${micropython.length} B), guests ${guestJavaScript.length} / ${guestPython.length} B, ${Date.now() - started} ms`,
+);

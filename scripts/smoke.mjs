@@ -16,18 +16,20 @@ import { requireLoom, takeBase } from "./loom-base.mjs";
 
 const usage = "usage: npm run smoke [-- --base=URL] [--large=5000] [--readme]";
 const { base, rest } = takeBase(process.argv.slice(2), "smoke");
-const argv = new Map(rest.map((a) => {
-  const [key, value] = a.replace(/^--/, "").split("=");
-  if (key === "help" || key === "h") {
-    console.log(usage);
-    process.exit(0);
-  }
-  if (!a.startsWith("--") || !["large", "readme"].includes(key)) {
-    console.error(`smoke: unknown argument "${a}"; ${usage}`);
-    process.exit(2);
-  }
-  return [key, value ?? "true"];
-}));
+const argv = new Map(
+  rest.map((a) => {
+    const [key, value] = a.replace(/^--/, "").split("=");
+    if (key === "help" || key === "h") {
+      console.log(usage);
+      process.exit(0);
+    }
+    if (!a.startsWith("--") || !["large", "readme"].includes(key)) {
+      console.error(`smoke: unknown argument "${a}"; ${usage}`);
+      process.exit(2);
+    }
+    return [key, value ?? "true"];
+  }),
+);
 const largeChunks = Number(argv.get("large") ?? 5000);
 await requireLoom(base, "smoke");
 
@@ -49,9 +51,16 @@ function runReadmeBlock() {
     .replace(/^BASE=.*$/m, `BASE=${base}`)
     .replaceAll("me@example.com", `readme-${tag}@example.com`)
     .replaceAll('"organization":"acme"', `"organization":"readme-${tag}"`);
-  const run = spawnSync("sh", ["-e", "-c", `${script}\necho; echo "TOKEN=\${#TOKEN} KEY=\${KEY%%_*}_ KB=\${KB}"`], { encoding: "utf8" });
+  const run = spawnSync("sh", ["-e", "-c", `${script}\necho; echo "TOKEN=\${#TOKEN} KEY=\${KEY%%_*}_ KB=\${KB}"`], {
+    encoding: "utf8",
+  });
   const output = `${run.stdout}${run.stderr}`;
-  const ok = run.status === 0 && /"document_ids":\["/.test(output) && /"status":"success","result":\{"chunks":\[\{/.test(output) && /Refunds are paid/.test(output) && /KEY=sk_/.test(output);
+  const ok =
+    run.status === 0 &&
+    /"document_ids":\["/.test(output) &&
+    /"status":"success","result":\{"chunks":\[\{/.test(output) &&
+    /Refunds are paid/.test(output) &&
+    /KEY=sk_/.test(output);
   console.log(`${ok ? "ok  " : "FAIL"} README first session against ${base}${ok ? "" : `:\n${output}`}`);
   if (!ok) process.exit(1);
 }
@@ -59,7 +68,11 @@ function runReadmeBlock() {
 async function api(method, path, body, key) {
   const headers = { "content-type": "application/json" };
   if (key) headers.authorization = `Bearer ${key}`;
-  const response = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await response.text();
   let json;
   try {
@@ -97,7 +110,8 @@ async function waitReady(kb, ids, key, seconds) {
     const failed = mine.find((d) => d.status === "failed");
     if (failed) throw new Error(`document ${failed._id} failed: ${failed.error}`);
     if (mine.length === ids.length && mine.every((d) => d.status === "ready")) return mine;
-    if (Date.now() > deadline) throw new Error(`not ready after ${seconds} s: ${JSON.stringify(mine.map((d) => [d.status, d.chunkCount]))}`);
+    if (Date.now() > deadline)
+      throw new Error(`not ready after ${seconds} s: ${JSON.stringify(mine.map((d) => [d.status, d.chunkCount]))}`);
     await sleep(250);
   }
 }
@@ -114,7 +128,12 @@ await step("unauthenticated request answers 401", async () => {
   check(response.status === 401, `expected 401, got ${response.status}`);
 });
 await step("signup", async () => {
-  const signup = await api("POST", "/auth/signup", { email: `smoke-${tag}@example.com`, password, username: `smoke${tag}`, organization: `smoke-${tag}` });
+  const signup = await api("POST", "/auth/signup", {
+    email: `smoke-${tag}@example.com`,
+    password,
+    username: `smoke${tag}`,
+    organization: `smoke-${tag}`,
+  });
   token = signup.access_token;
   check(typeof token === "string", "no access_token");
 });
@@ -129,40 +148,75 @@ await step("API key", async () => {
 
 await step("knowledge base: create, index a text file, query", async () => {
   ({ id: kb } = await api("POST", "/v1/knowledge-base", { name: `smoke-${tag}` }, key));
-  const text = "Loom keeps each knowledge base in its own Durable Object.\n\nThe heron is a long-legged freshwater bird that hunts fish in shallow water.";
-  const indexed = await api("POST", `/v1/knowledge-base/${kb}/index`, { file_data: { file: { type: "file", raw_bytes: Buffer.from(text).toString("base64"), metadata: { name: "birds.txt", mime_type: "text/plain" } } } }, key);
+  const text =
+    "Loom keeps each knowledge base in its own Durable Object.\n\nThe heron is a long-legged freshwater bird that hunts fish in shallow water.";
+  const indexed = await api(
+    "POST",
+    `/v1/knowledge-base/${kb}/index`,
+    {
+      file_data: {
+        file: {
+          type: "file",
+          raw_bytes: Buffer.from(text).toString("base64"),
+          metadata: { name: "birds.txt", mime_type: "text/plain" },
+        },
+      },
+    },
+    key,
+  );
   await waitReady(kb, indexed.document_ids, key, 60);
-  const { result } = await api("POST", `/v1/knowledge-base/${kb}/query`, { queries: ["which bird hunts fish?"], search_metadata: { top_k: 3 } }, key);
+  const { result } = await api(
+    "POST",
+    `/v1/knowledge-base/${kb}/query`,
+    { queries: ["which bird hunts fish?"], search_metadata: { top_k: 3 } },
+    key,
+  );
   const top = JSON.stringify(result).match(/heron/i);
   check(top, `the query did not find the heron passage: ${JSON.stringify(result).slice(0, 300)}`);
   return "found the passage";
 });
 
 await step('pipeline "Hello world"', async () => {
-  const { id } = await api("POST", "/v1/pipeline", {
-    name: `hello-${tag}`,
-    nodes: [
-      { id: "in", type: "input", config: { name: "name", type: "text" } },
-      { id: "greet", type: "text", config: { text: "Hello {{in}}" } },
-      { id: "out", type: "output", config: { name: "greeting", value: "{{greet}}" } },
-    ],
-    edges: [{ source: "in", target: "greet" }, { source: "greet", target: "out" }],
-  }, key);
+  const { id } = await api(
+    "POST",
+    "/v1/pipeline",
+    {
+      name: `hello-${tag}`,
+      nodes: [
+        { id: "in", type: "input", config: { name: "name", type: "text" } },
+        { id: "greet", type: "text", config: { text: "Hello {{in}}" } },
+        { id: "out", type: "output", config: { name: "greeting", value: "{{greet}}" } },
+      ],
+      edges: [
+        { source: "in", target: "greet" },
+        { source: "greet", target: "out" },
+      ],
+    },
+    key,
+  );
   const run = await api("POST", `/v1/pipeline/${id}/run`, { inputs: { name: "world" } }, key);
   check(run.status === "success" && run.outputs?.greeting === "Hello world", `unexpected run: ${JSON.stringify(run)}`);
   return run.outputs.greeting;
 });
 
 await step("pipeline with a 1 s wait node (Durable Object alarm)", async () => {
-  const { id } = await api("POST", "/v1/pipeline", {
-    name: `wait-${tag}`,
-    nodes: [
-      { id: "in", type: "input", config: { name: "name", type: "text" } },
-      { id: "pause", type: "wait", config: { seconds: 1 } },
-      { id: "out", type: "output", config: { name: "echo", value: "{{pause}}" } },
-    ],
-    edges: [{ source: "in", target: "pause" }, { source: "pause", target: "out" }],
-  }, key);
+  const { id } = await api(
+    "POST",
+    "/v1/pipeline",
+    {
+      name: `wait-${tag}`,
+      nodes: [
+        { id: "in", type: "input", config: { name: "name", type: "text" } },
+        { id: "pause", type: "wait", config: { seconds: 1 } },
+        { id: "out", type: "output", config: { name: "echo", value: "{{pause}}" } },
+      ],
+      edges: [
+        { source: "in", target: "pause" },
+        { source: "pause", target: "out" },
+      ],
+    },
+    key,
+  );
   const { run_id } = await api("POST", `/v1/pipeline/${id}/run`, { inputs: { name: "later" }, background: true }, key);
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -182,7 +236,19 @@ for (const [language, source] of [
   ["python", "def double(x):\n    return {'y': x * 2}\n"],
 ]) {
   await step(`transformation run in ${language}`, async () => {
-    const { id } = await api("POST", "/v1/transformation", { name: `double-${language}-${tag}`, language, function_name: "double", function: source, input_schema: { x: "number" }, output_schema: { y: "number" } }, key);
+    const { id } = await api(
+      "POST",
+      "/v1/transformation",
+      {
+        name: `double-${language}-${tag}`,
+        language,
+        function_name: "double",
+        function: source,
+        input_schema: { x: "number" },
+        output_schema: { y: "number" },
+      },
+      key,
+    );
     const run = await api("POST", `/v1/transformation/${id}/run`, { inputs: { x: 21 } }, key);
     check(run.result?.y === 42, `unexpected result: ${JSON.stringify(run)}`);
     return "21 * 2 = 42";
@@ -190,21 +256,45 @@ for (const [language, source] of [
 }
 
 await step("chatbot run over the knowledge base", async () => {
-  const { id } = await api("POST", "/v1/chatbot", { name: `smoke-${tag}`, description: "smoke", knowledge_base_ids: [kb] }, key);
+  const { id } = await api(
+    "POST",
+    "/v1/chatbot",
+    { name: `smoke-${tag}`, description: "smoke", knowledge_base_ids: [kb] },
+    key,
+  );
   const run = await api("POST", `/v1/chatbot/${id}/run`, { text: "Which bird hunts fish?" }, key);
-  check(/heron/i.test(JSON.stringify(run)), `the answer does not mention the heron: ${JSON.stringify(run).slice(0, 300)}`);
+  check(
+    /heron/i.test(JSON.stringify(run)),
+    `the answer does not mention the heron: ${JSON.stringify(run).slice(0, 300)}`,
+  );
   return `answered by ${run.answered_by ?? "?"}`;
 });
 
 await step(`large document (${largeChunks} chunks) reaches ready through alarms`, async () => {
   // chunk_size 48: a 20-word sentence and its period are 21 tokens, so two sentences per chunk.
   const { id: big } = await api("POST", "/v1/knowledge-base", { name: `smoke-large-${tag}`, chunk_size: 48 }, key);
-  const vocabulary = "wing flow shock boundary layer pressure heat transfer supersonic laminar turbulent nozzle cone plate surface velocity drag lift model theory".split(" ");
+  const vocabulary =
+    "wing flow shock boundary layer pressure heat transfer supersonic laminar turbulent nozzle cone plate surface velocity drag lift model theory".split(
+      " ",
+    );
   let seed = 7;
   const word = () => vocabulary[(seed = (seed * 1103515245 + 12345) >>> 0) % vocabulary.length];
   const sentences = [];
   for (let i = 0; i < largeChunks * 2; i++) sentences.push(`${Array.from({ length: 20 }, word).join(" ")}.`);
-  const indexed = await api("POST", `/v1/knowledge-base/${big}/index`, { file_data: { file: { type: "file", raw_bytes: Buffer.from(sentences.join(" ")).toString("base64"), metadata: { name: "large.txt", mime_type: "text/plain" } } } }, key);
+  const indexed = await api(
+    "POST",
+    `/v1/knowledge-base/${big}/index`,
+    {
+      file_data: {
+        file: {
+          type: "file",
+          raw_bytes: Buffer.from(sentences.join(" ")).toString("base64"),
+          metadata: { name: "large.txt", mime_type: "text/plain" },
+        },
+      },
+    },
+    key,
+  );
   // The index call embeds one step (1,000 chunks) itself; the rest must come from alarms.
   const { documents: early } = await api("GET", `/v1/knowledge-base/${big}/documents`, undefined, key);
   const first = early.find((d) => d._id === indexed.document_ids[0])?.status;

@@ -23,7 +23,8 @@ import path from "node:path";
 process.env.WRANGLER_LOG ??= "warn";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const usage = "usage: npm start [-- --port <1-65535>] [--ip <address>] [--no-rate-limits] [--var NAME=VALUE ...]\n  defaults: --port 8787 --ip 127.0.0.1, with wrangler.toml's rate limits";
+const usage =
+  "usage: npm start [-- --port <1-65535>] [--ip <address>] [--no-rate-limits] [--var NAME=VALUE ...]\n  defaults: --port 8787 --ip 127.0.0.1, with wrangler.toml's rate limits";
 
 /** Reads --port/--ip (as `--port 9000` or `--port=9000`); anything else is refused, not ignored. */
 function parseArgs(argv) {
@@ -53,7 +54,8 @@ function parseArgs(argv) {
     if (value === undefined || value === "") fail(`--${match[1]} needs a value`);
     if (match[1] === "port") {
       const port = Number(value);
-      if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`--port must be an integer from 1 to 65535, got "${value}"`);
+      if (!Number.isInteger(port) || port < 1 || port > 65535)
+        fail(`--port must be an integer from 1 to 65535, got "${value}"`);
       out.port = port;
     } else {
       out.ip = value;
@@ -70,7 +72,10 @@ function fail(message, showUsage = true) {
 // npm puts node_modules/.bin first on PATH, so `npm start` runs the node@22 that `npm install`
 // fetched (the `node` devDependency) even where the system Node is older; run by hand, say so.
 if (Number(process.versions.node.split(".")[0]) < 22) {
-  fail(`Loom's scripts need Node 22 or later (this is ${process.version}); run them through npm (npm start), which uses the node@22 in node_modules/.bin`, false);
+  fail(
+    `Loom's scripts need Node 22 or later (this is ${process.version}); run them through npm (npm start), which uses the node@22 in node_modules/.bin`,
+    false,
+  );
 }
 
 const { port, ip, rateLimits, vars } = parseArgs(process.argv.slice(2));
@@ -79,7 +84,10 @@ const { port, ip, rateLimits, vars } = parseArgs(process.argv.slice(2));
 await new Promise((resolve) => {
   const probe = createServer();
   probe.once("error", (error) => {
-    const reason = error.code === "EADDRINUSE" ? "is already in use; choose another with --port" : `cannot be listened on: ${error.message}`;
+    const reason =
+      error.code === "EADDRINUSE"
+        ? "is already in use; choose another with --port"
+        : `cannot be listened on: ${error.message}`;
     fail(`${ip}:${port} ${reason}`, false);
   });
   probe.listen(port, ip, () => probe.close(resolve));
@@ -98,7 +106,11 @@ if (generated.code !== 0) {
 const devVars = path.join(root, ".dev.vars");
 if (!existsSync(devVars)) {
   const secret = () => randomBytes(32).toString("hex");
-  writeFileSync(devVars, `# Local secrets for npm start and npm run dev; generated once, never committed.\nJWT_SECRET=${secret()}\nENCRYPTION_KEY=${secret()}\n`, { mode: 0o600 });
+  writeFileSync(
+    devVars,
+    `# Local secrets for npm start and npm run dev; generated once, never committed.\nJWT_SECRET=${secret()}\nENCRYPTION_KEY=${secret()}\n`,
+    { mode: 0o600 },
+  );
   console.log("created .dev.vars with fresh local secrets");
 }
 
@@ -113,7 +125,11 @@ function runWrangler(args, { capture }) {
 function runCaptured(command, args, capture = true) {
   return new Promise((resolve) => {
     // CI=true: no interactive prompt (the migrations confirmation) and no metrics.
-    const child = spawn(command, args, { cwd: root, stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit", env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } });
+    const child = spawn(command, args, {
+      cwd: root,
+      stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit",
+      env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+    });
     let output = "";
     child.stdout?.on("data", (data) => (output += data));
     child.stderr?.on("data", (data) => (output += data));
@@ -143,7 +159,10 @@ if (build.code !== 0) {
   process.exit(build.code);
 }
 
-const [{ unstable_readConfig, unstable_getMiniflareWorkerOptions }, { Miniflare, Log, LogLevel, convertV4MiniflareOptions }] = await loading;
+const [
+  { unstable_readConfig, unstable_getMiniflareWorkerOptions },
+  { Miniflare, Log, LogLevel, convertV4MiniflareOptions },
+] = await loading;
 
 const config = unstable_readConfig({ config: path.join(root, "wrangler.toml") });
 // Vars, secrets from .dev.vars, D1, R2, Durable Objects (SQLite), worker loaders, rate limits,

@@ -35,7 +35,10 @@ beforeAll(async () => {
   await api.signUp();
   // The organization's speech-to-text: the fake server's OpenAI-format /v1/audio/transcriptions.
   await api.connection("fake", fake.host);
-  kb = await api.knowledgeBase("warehouse", "# Warehouse\n\nOrders ship from our warehouse in Lyon within two business days.");
+  kb = await api.knowledgeBase(
+    "warehouse",
+    "# Warehouse\n\nOrders ship from our warehouse in Lyon within two business days.",
+  );
 });
 
 afterAll(async () => {
@@ -73,12 +76,18 @@ describe("voice messages", () => {
     expect(heard[before].contentType).toMatch(/^multipart\/form-data/);
     expect(heard[before].hasFilePart).toBe(true);
     expect(heard[before].bytes).toBeGreaterThan(200);
-    expect(await page.getByRole("button", { name: "Record a voice message" }).getAttribute("aria-pressed")).toBe("false");
+    expect(await page.getByRole("button", { name: "Record a voice message" }).getAttribute("aria-pressed")).toBe(
+      "false",
+    );
     await page.context().close();
   });
 
   it("records inside the widget on a host site: the frame is allowed the microphone", async () => {
-    const bot = await api.chatbot({ knowledge_base_ids: [kb] }, { display_name: "Framed talker" }, { allowed_origins: [host.origin] });
+    const bot = await api.chatbot(
+      { knowledge_base_ids: [kb] },
+      { display_name: "Framed talker" },
+      { allowed_origins: [host.origin] },
+    );
     const context = await browser.newContext();
     const page = await context.newPage();
     await page.goto(`${host.origin}/?bot=${bot}`);
@@ -116,7 +125,11 @@ describe("attached files", () => {
     await page.keyboard.press("Enter");
     expect(await lastAnswer(page)).toContain("Lyon");
     expect(await page.locator("label.attach").isVisible()).toBe(true);
-    await page.locator("#loom-file").setInputFiles({ name: "voucher.txt", mimeType: "text/plain", buffer: Buffer.from("The discount code for returning customers is ZEBRA42.") });
+    await page.locator("#loom-file").setInputFiles({
+      name: "voucher.txt",
+      mimeType: "text/plain",
+      buffer: Buffer.from("The discount code for returning customers is ZEBRA42."),
+    });
     await page.getByText("Attached voucher.txt.").waitFor({ state: "attached" });
     await page.getByLabel("Message", { exact: true }).fill("What is the discount code for returning customers?");
     await page.keyboard.press("Enter");
@@ -135,7 +148,11 @@ describe("attached files", () => {
 
 describe("what a host page loads", () => {
   it("inline SVG icons, no emoji; the widget and the chat page it frames ask Loom only, widget.js within 30 KB gzipped", async () => {
-    const bot = await api.chatbot({ knowledge_base_ids: [kb] }, { display_name: "Icons" }, { allowed_origins: [host.origin] });
+    const bot = await api.chatbot(
+      { knowledge_base_ids: [kb] },
+      { display_name: "Icons" },
+      { allowed_origins: [host.origin] },
+    );
     const context = await browser.newContext();
     const requested: string[] = [];
     context.on("request", (request) => requested.push(request.url()));
@@ -148,35 +165,55 @@ describe("what a host page loads", () => {
     await chat.getByRole("button", { name: "Send", exact: true }).click();
     await chat.getByRole("button", { name: "Helpful", exact: true }).waitFor();
     // Every button draws its icon as SVG with a real path, and no label leans on an emoji glyph.
-    for (const button of [launcher, chat.getByRole("button", { name: "Helpful", exact: true }), chat.getByRole("button", { name: "Not helpful" }), chat.getByRole("button", { name: "Close chat" })]) {
+    for (const button of [
+      launcher,
+      chat.getByRole("button", { name: "Helpful", exact: true }),
+      chat.getByRole("button", { name: "Not helpful" }),
+      chat.getByRole("button", { name: "Close chat" }),
+    ]) {
       const box = await button.locator("svg path").boundingBox();
       expect(box && box.width > 4 && box.height > 4).toBe(true);
     }
     const labels = await chat.locator("button, label").allInnerTexts();
-    for (const label of [...labels, await launcher.innerText()]) expect(label).not.toMatch(/\p{Extended_Pictographic}/u);
+    for (const label of [...labels, await launcher.innerText()])
+      expect(label).not.toMatch(/\p{Extended_Pictographic}/u);
     await page.screenshot({ path: `${ARTIFACTS}/widget-icons.png` });
 
     const origins = new Set(requested.map((url) => new URL(url).origin));
     expect([...origins].sort()).toEqual([host.origin, loom.url].sort());
 
-    const gz = async (path: string): Promise<number> => gzipSync(Buffer.from(await (await fetch(`${loom.url}${path}`)).arrayBuffer())).length;
+    const gz = async (path: string): Promise<number> =>
+      gzipSync(Buffer.from(await (await fetch(`${loom.url}${path}`)).arrayBuffer())).length;
     const widget = await gz("/widget.js");
     const pageTotal = (await gz(`/chat/${bot}?embed=1`)) + (await gz("/chat.js")) + (await gz("/chat.css"));
-    console.log(`widget.js: ${(widget / 1024).toFixed(1)} KB gzipped; the chat page it frames (HTML + chat.js + chat.css): ${(pageTotal / 1024).toFixed(1)} KB gzipped`);
+    console.log(
+      `widget.js: ${(widget / 1024).toFixed(1)} KB gzipped; the chat page it frames (HTML + chat.js + chat.css): ${(pageTotal / 1024).toFixed(1)} KB gzipped`,
+    );
     expect(widget).toBeLessThanOrEqual(BUDGET);
     await context.close();
   });
 
   it("the open widget at mobile width in dark mode: the panel fits the screen and the chat is dark", async () => {
-    const bot = await api.chatbot({ knowledge_base_ids: [kb] }, { display_name: "Pocket", greeting: "Hello from the pocket." }, { allowed_origins: [host.origin] });
-    const context = await browser.newContext({ viewport: { width: 375, height: 700 }, isMobile: true, colorScheme: "dark" });
+    const bot = await api.chatbot(
+      { knowledge_base_ids: [kb] },
+      { display_name: "Pocket", greeting: "Hello from the pocket." },
+      { allowed_origins: [host.origin] },
+    );
+    const context = await browser.newContext({
+      viewport: { width: 375, height: 700 },
+      isMobile: true,
+      colorScheme: "dark",
+    });
     const page = await context.newPage();
     await page.goto(`${host.origin}/?bot=${bot}`);
     await page.getByRole("button", { name: "Open chat with Pocket" }).click();
     const chat = page.frameLocator("iframe[title='Chat with Pocket']");
     await chat.getByText("Hello from the pocket.").waitFor();
     const box = await page.locator("iframe[title='Chat with Pocket']").boundingBox();
-    expect(box && box.x >= 0 && box.x + box.width <= 375 && box.y >= 0 && box.y + box.height <= 700, JSON.stringify(box)).toBe(true);
+    expect(
+      box && box.x >= 0 && box.x + box.width <= 375 && box.y >= 0 && box.y + box.height <= 700,
+      JSON.stringify(box),
+    ).toBe(true);
     const background = await chat.locator("body").evaluate((body) => getComputedStyle(body).backgroundColor);
     const [r, g, b] = (background.match(/\d+/g) ?? ["255", "255", "255"]).map(Number);
     expect(0.2126 * r + 0.7152 * g + 0.0722 * b).toBeLessThan(80);

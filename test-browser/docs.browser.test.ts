@@ -18,7 +18,11 @@ let token = "";
 let apiKey = "";
 
 async function post(path: string, body: unknown, auth = ""): Promise<Record<string, unknown>> {
-  const res = await fetch(`${loom.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${auth}` } : {}) }, body: JSON.stringify(body) });
+  const res = await fetch(`${loom.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${auth}` } : {}) },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json()) as Record<string, unknown>;
   if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
   return json;
@@ -28,7 +32,15 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   loom = await startLoom({});
   const name = `docs${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
-  token = String((await post("/auth/signup", { email: `${name}@example.com`, password: "correct horse battery", organization: name })).access_token);
+  token = String(
+    (
+      await post("/auth/signup", {
+        email: `${name}@example.com`,
+        password: "correct horse battery",
+        organization: name,
+      })
+    ).access_token,
+  );
   apiKey = String((await post("/auth/api-keys", { name: "docs-browser" }, token)).key);
   browser = await launchChromium();
 });
@@ -46,7 +58,9 @@ async function openDocs(): Promise<{ page: Page; violations: string[] }> {
   await page.exposeFunction("__reportViolation", (text: string) => violations.push(text));
   await page.addInitScript(() => {
     document.addEventListener("securitypolicyviolation", (event) => {
-      (window as unknown as { __reportViolation: (text: string) => void }).__reportViolation(`${event.violatedDirective} ${event.blockedURI}`);
+      (window as unknown as { __reportViolation: (text: string) => void }).__reportViolation(
+        `${event.violatedDirective} ${event.blockedURI}`,
+      );
     });
   });
   page.on("console", (message) => {
@@ -71,7 +85,10 @@ async function authorize(page: Page, credential: string): Promise<void> {
 
 /** Opens one operation (method and path) and answers its block. */
 async function operation(page: Page, method: string, path: string): Promise<Locator> {
-  const block = page.locator(`.opblock-${method}`).filter({ has: page.locator(`.opblock-summary-path[data-path="${path}"]`) }).first();
+  const block = page
+    .locator(`.opblock-${method}`)
+    .filter({ has: page.locator(`.opblock-summary-path[data-path="${path}"]`) })
+    .first();
   await block.locator(".opblock-summary").first().click();
   return block;
 }
@@ -81,7 +98,10 @@ async function execute(block: Locator): Promise<{ status: string; body: string }
   await block.locator("button.execute").click();
   const live = block.locator(".live-responses-table .response").first();
   await expect.poll(() => live.locator(".response-col_status").textContent(), { timeout: 20_000 }).toMatch(/\d{3}/);
-  return { status: (await live.locator(".response-col_status").textContent())?.trim() ?? "", body: (await live.locator(".response-col_description pre").first().textContent()) ?? "" };
+  return {
+    status: (await live.locator(".response-col_status").textContent())?.trim() ?? "",
+    body: (await live.locator(".response-col_description pre").first().textContent()) ?? "",
+  };
 }
 
 describe("/docs in a browser", () => {
@@ -101,14 +121,18 @@ describe("/docs in a browser", () => {
     const answer = JSON.parse(created.body) as { status: string; id: string };
     expect(answer).toMatchObject({ status: "success", id: expect.stringMatching(/^[0-9a-f]{24}$/) });
     // The body shown is the real answer: the knowledge base exists under that id.
-    const fetched = await fetch(`${loom.url}/v1/knowledge-base?id=${answer.id}`, { headers: { authorization: `Bearer ${apiKey}` } });
+    const fetched = await fetch(`${loom.url}/v1/knowledge-base?id=${answer.id}`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
     expect(((await fetched.json()) as { object: { name: string } }).object.name).toBe("made from /docs");
 
     await authorize(page, token);
     const keys = await operation(page, "get", "/auth/api-keys");
     const listed = await execute(keys);
     expect(listed.status).toBe("200");
-    expect((JSON.parse(listed.body) as { api_keys: { name: string }[] }).api_keys.map((k) => k.name)).toEqual(["docs-browser"]);
+    expect((JSON.parse(listed.body) as { api_keys: { name: string }[] }).api_keys.map((k) => k.name)).toEqual([
+      "docs-browser",
+    ]);
 
     // The screenshot shows the Group B answer's response panel.
     await keys.locator(".live-responses-table").scrollIntoViewIfNeeded();

@@ -29,7 +29,9 @@ const leaked: string[] = [];
 /** Origins of every request any page or frame made: only the host site and Loom may appear. */
 const origins = new Set<string>();
 
-async function newPage(options: Parameters<Browser["newContext"]>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
+async function newPage(
+  options: Parameters<Browser["newContext"]>[0] = {},
+): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext(options);
   // Every request any frame makes, checked by the browser: none may go to the XSS target.
   context.on("request", (request) => {
@@ -38,7 +40,8 @@ async function newPage(options: Parameters<Browser["newContext"]>[0] = {}): Prom
   });
   const page = await context.newPage();
   context.on("console", (message) => {
-    if (message.type() === "warning" || message.type() === "error") console.log(`[browser ${message.type()}] ${message.text()}`);
+    if (message.type() === "warning" || message.type() === "error")
+      console.log(`[browser ${message.type()}] ${message.text()}`);
   });
   page.on("dialog", (dialog) => {
     leaked.push(`dialog: ${dialog.message()}`);
@@ -76,7 +79,11 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   const fake = await startFakeModel(
     () => `Here is what I found.\n\n${XSS}`,
-    () => [`<img src=x onerror="window.__xss=9">Tell me more?`, `[link](javascript:window.__xss=10)`, "What about returns?"],
+    () => [
+      `<img src=x onerror="window.__xss=9">Tell me more?`,
+      `[link](javascript:window.__xss=10)`,
+      "What about returns?",
+    ],
   );
   model = fake.server;
   modelHost = fake.host;
@@ -85,7 +92,10 @@ beforeAll(async () => {
   browser = await launchChromium();
   api = new Api(loom.url);
   await api.signUp();
-  kb = await api.knowledgeBase("shipping", "# Shipping\n\nOrders ship within two business days from our warehouse in Lyon. Express delivery takes one day.\n\n# Returns\n\nReturns are accepted for thirty days.");
+  kb = await api.knowledgeBase(
+    "shipping",
+    "# Shipping\n\nOrders ship within two business days from our warehouse in Lyon. Express delivery takes one day.\n\n# Returns\n\nReturns are accepted for thirty days.",
+  );
 });
 
 afterAll(async () => {
@@ -97,7 +107,17 @@ afterAll(async () => {
 
 describe("the widget on another site", () => {
   it("streams an answer with its sources, takes a like, keeps the history over a reload, starts anew", async () => {
-    const bot = await api.chatbot({ knowledge_base_ids: [kb], follow_up_questions: 2 }, { display_name: "Shop helper", greeting: "Hello! Ask me about **shipping**.", primary_color: "#0f766e", suggested_questions: ["How fast do orders ship?"], show_sources: true }, { allowed_origins: [host.origin] });
+    const bot = await api.chatbot(
+      { knowledge_base_ids: [kb], follow_up_questions: 2 },
+      {
+        display_name: "Shop helper",
+        greeting: "Hello! Ask me about **shipping**.",
+        primary_color: "#0f766e",
+        suggested_questions: ["How fast do orders ship?"],
+        show_sources: true,
+      },
+      { allowed_origins: [host.origin] },
+    );
     const { context, page } = await newPage();
     const chat = await openWidget(page, bot);
     await expect.poll(() => chat.getByRole("heading", { name: "Shop helper" }).count()).toBe(1);
@@ -138,7 +158,9 @@ describe("the widget on another site", () => {
     await again.locator(".msg.user").filter({ hasText: "How fast do orders ship?" }).waitFor();
     const restored = again.locator(".msg.bot .body").last();
     expect(await restored.innerText()).toContain("two business days");
-    expect(await restored.getByRole("button", { name: "Helpful", exact: true }).getAttribute("aria-pressed")).toBe("true");
+    expect(await restored.getByRole("button", { name: "Helpful", exact: true }).getAttribute("aria-pressed")).toBe(
+      "true",
+    );
 
     await again.getByRole("button", { name: "New conversation" }).click();
     expect(await again.locator(".msg.user").count()).toBe(0);
@@ -174,7 +196,15 @@ describe("hostile text stays inert", () => {
   it("in messages, the bot's name and welcome, document text as sources, and follow-up questions", async () => {
     const evilKb = await api.knowledgeBase("evil", `Returns policy. ${XSS}`);
     await api.connection("fake", modelHost);
-    const bot = await api.chatbot({ knowledge_base_ids: [evilKb], model: "fake/fake", follow_up_questions: 3 }, { display_name: `<img src=x onerror="window.__xss=7">Evil`, greeting: XSS, suggested_questions: [`<script>window.__xss=8</script>`], show_sources: true });
+    const bot = await api.chatbot(
+      { knowledge_base_ids: [evilKb], model: "fake/fake", follow_up_questions: 3 },
+      {
+        display_name: `<img src=x onerror="window.__xss=7">Evil`,
+        greeting: XSS,
+        suggested_questions: [`<script>window.__xss=8</script>`],
+        show_sources: true,
+      },
+    );
     const { context, page } = await newPage();
     const chat = await openWidget(page, bot);
     await chat.getByRole("heading", { name: /Evil/ }).waitFor();
@@ -189,17 +219,34 @@ describe("hostile text stays inert", () => {
     await page.screenshot({ path: `${ARTIFACTS}/widget-xss.png` });
 
     const frame = chatFrame(page);
-    for (const target of [page.mainFrame(), frame]) expect(await target.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    for (const target of [page.mainFrame(), frame])
+      expect(await target.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
     // What did get rendered: no element that runs or loads anything, no link but http(s).
     // Loom's own icons are inline SVG (web/icons.ts) with one path and no handler; any other SVG was injected.
     const dangerous = await frame.evaluate(() =>
       [...document.querySelectorAll(".log, header, .chips")]
-        .flatMap((box) => [...box.querySelectorAll("img, script, iframe, svg, style, form, meta, object, embed, foreignObject, use, [onerror], [onload]")])
-        .filter((el) => !(el.tagName === "svg" && el.getAttribute("aria-hidden") === "true" && el.children.length === 1 && el.children[0].tagName === "path" && el.attributes.length === 10 && el.children[0].attributes.length === 1))
+        .flatMap((box) => [
+          ...box.querySelectorAll(
+            "img, script, iframe, svg, style, form, meta, object, embed, foreignObject, use, [onerror], [onload]",
+          ),
+        ])
+        .filter(
+          (el) =>
+            !(
+              el.tagName === "svg" &&
+              el.getAttribute("aria-hidden") === "true" &&
+              el.children.length === 1 &&
+              el.children[0].tagName === "path" &&
+              el.attributes.length === 10 &&
+              el.children[0].attributes.length === 1
+            ),
+        )
         .map((el) => el.outerHTML),
     );
     expect(dangerous).toEqual([]);
-    const hrefs = await frame.evaluate(() => [...document.querySelectorAll("#loom-chat a[href]")].map((a) => (a as HTMLAnchorElement).href));
+    const hrefs = await frame.evaluate(() =>
+      [...document.querySelectorAll("#loom-chat a[href]")].map((a) => (a as HTMLAnchorElement).href),
+    );
     for (const href of hrefs) expect(href).toMatch(/^https?:/);
     // The hostile text is there, as text.
     expect(await chat.locator(".msg.user").first().innerText()).toContain("<script>");
@@ -211,15 +258,28 @@ describe("hostile text stays inert", () => {
 
 describe("access", () => {
   it("refuses to be framed by a site the chatbot does not allow, and loads where allowed", async () => {
-    const refused = await api.chatbot({ knowledge_base_ids: [kb] }, { display_name: "Picky" }, { allowed_origins: ["https://shop.example"] });
-    const allowed = await api.chatbot({ knowledge_base_ids: [kb] }, { display_name: "Open" }, { allowed_origins: [host.origin] });
+    const refused = await api.chatbot(
+      { knowledge_base_ids: [kb] },
+      { display_name: "Picky" },
+      { allowed_origins: ["https://shop.example"] },
+    );
+    const allowed = await api.chatbot(
+      { knowledge_base_ids: [kb] },
+      { display_name: "Open" },
+      { allowed_origins: [host.origin] },
+    );
     const { context, page } = await newPage();
-    for (const [bot, loads] of [[refused, false], [allowed, true]] as const) {
+    for (const [bot, loads] of [
+      [refused, false],
+      [allowed, true],
+    ] as const) {
       await page.goto(`${host.origin}/frame?bot=${bot}`);
       const frame = page.frames().find((f) => f !== page.mainFrame());
       if (!frame) throw new Error("no frame");
       await frame.waitForLoadState();
-      const text = await frame.evaluate(() => document.getElementById("loom-chat")?.dataset.chatbotId ?? null).catch(() => null);
+      const text = await frame
+        .evaluate(() => document.getElementById("loom-chat")?.dataset.chatbotId ?? null)
+        .catch(() => null);
       expect(text, `framing chatbot ${loads ? "allowed" : "refused"} here`).toBe(loads ? bot : null);
       // The widget shows no launcher for a chatbot that refuses this site.
       await page.goto(`${host.origin}/?bot=${bot}`);
@@ -230,7 +290,11 @@ describe("access", () => {
   });
 
   it("asks for the password of a password chatbot, refuses a wrong one, then chats", async () => {
-    const bot = await api.chatbot({ knowledge_base_ids: [kb] }, { display_name: "Vault" }, { mode: "password", password: "open sesame please" });
+    const bot = await api.chatbot(
+      { knowledge_base_ids: [kb] },
+      { display_name: "Vault" },
+      { mode: "password", password: "open sesame please" },
+    );
     const { context, page } = await newPage();
     await page.goto(`${loom.url}/chat/${bot}`);
     const password = page.getByLabel("This chatbot needs a password");
@@ -263,8 +327,15 @@ describe("access", () => {
 
 describe("pages", () => {
   it("the chat page full size, dark, and at mobile width; the public agent page", async () => {
-    const bot = await api.chatbot({ knowledge_base_ids: [kb] }, { display_name: "Share link", greeting: "Hi there.", show_sources: true });
-    for (const [name, options] of [["chat-page", { viewport: { width: 1100, height: 800 } }], ["chat-page-dark", { colorScheme: "dark" as const }], ["chat-page-mobile", { viewport: { width: 375, height: 700 }, isMobile: true }]] as const) {
+    const bot = await api.chatbot(
+      { knowledge_base_ids: [kb] },
+      { display_name: "Share link", greeting: "Hi there.", show_sources: true },
+    );
+    for (const [name, options] of [
+      ["chat-page", { viewport: { width: 1100, height: 800 } }],
+      ["chat-page-dark", { colorScheme: "dark" as const }],
+      ["chat-page-mobile", { viewport: { width: 375, height: 700 }, isMobile: true }],
+    ] as const) {
       const { context, page } = await newPage(options);
       await page.goto(`${loom.url}/chat/${bot}`);
       await page.getByLabel("Message", { exact: true }).fill("Is there express delivery?");
@@ -273,7 +344,10 @@ describe("pages", () => {
       await page.screenshot({ path: `${ARTIFACTS}/${name}.png` });
       await context.close();
     }
-    const agent = await api.publishedAgent(`<script>window.__xss=1</script>Helper`, "Answers **questions** about orders.");
+    const agent = await api.publishedAgent(
+      `<script>window.__xss=1</script>Helper`,
+      "Answers **questions** about orders.",
+    );
     const { context, page } = await newPage();
     const res = await page.goto(`${loom.url}/agents/id/${agent}`);
     expect(res?.headers()["content-type"]).toContain("text/html");

@@ -15,7 +15,11 @@ const appWithOverrides = createApp();
  * deployment's configuration would (a tight rate limit, a trusted client-address header).
  */
 export async function callWith(overrides: Partial<Env>, path: string, init: RequestInit = {}): Promise<Response> {
-  return appWithOverrides.fetch(new Request(`http://loom.test${path}`, init), { ...env, ...overrides }, createExecutionContext());
+  return appWithOverrides.fetch(
+    new Request(`http://loom.test${path}`, init),
+    { ...env, ...overrides },
+    createExecutionContext(),
+  );
 }
 
 let counter = 0;
@@ -46,8 +50,16 @@ export function json(body: unknown, headers: Record<string, string> = {}): Reque
   return { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) };
 }
 
-export function form(fields: Record<string, string>, headers: Record<string, string> = {}, method = "POST"): RequestInit {
-  return { method, headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(fields).toString() };
+export function form(
+  fields: Record<string, string>,
+  headers: Record<string, string> = {},
+  method = "POST",
+): RequestInit {
+  return {
+    method,
+    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+    body: new URLSearchParams(fields).toString(),
+  };
 }
 
 export const bearer = (credential: string): Record<string, string> => ({ authorization: `Bearer ${credential}` });
@@ -74,9 +86,19 @@ export async function seedOrg(): Promise<Org> {
   const password = "correct horse battery";
   const email = `${username}@example.com`;
   const name = unique("org");
-  const signup = await expectOk(await call("/auth/signup", json({ email, password, username, organization: name })), "signup");
+  const signup = await expectOk(
+    await call("/auth/signup", json({ email, password, username, organization: name })),
+    "signup",
+  );
   const user = signup.user as Record<string, string>;
-  const owner: Member = { userId: user._id, email, username, password, role: "owner", ...(await signIn(username, password)) };
+  const owner: Member = {
+    userId: user._id,
+    email,
+    username,
+    password,
+    role: "owner",
+    ...(await signIn(username, password)),
+  };
   return {
     orgId: user.orgId,
     name,
@@ -85,11 +107,21 @@ export async function seedOrg(): Promise<Org> {
       const memberName = unique(role);
       const memberEmail = `${memberName}@example.com`;
       const added = await expectOk(
-        await call("/admin/users/add", form({ email: memberEmail, username: memberName, password, role }, bearer(owner.token))),
+        await call(
+          "/admin/users/add",
+          form({ email: memberEmail, username: memberName, password, role }, bearer(owner.token)),
+        ),
         "add member",
       );
       const addedUser = added.user as Record<string, string>;
-      return { userId: addedUser._id, email: memberEmail, username: memberName, password, role, ...(await signIn(memberName, password)) };
+      return {
+        userId: addedUser._id,
+        email: memberEmail,
+        username: memberName,
+        password,
+        role,
+        ...(await signIn(memberName, password)),
+      };
     },
   };
 }

@@ -131,7 +131,10 @@ export class VisitorApi {
   }
 
   async login(password: string): Promise<void> {
-    const res = await this.call(`/deployed/${this.chatbotId}/session`, { method: "POST", body: JSON.stringify({ password }) });
+    const res = await this.call(`/deployed/${this.chatbotId}/session`, {
+      method: "POST",
+      body: JSON.stringify({ password }),
+    });
     this.state = { session: ((await res.json()) as { visitor_session: string }).visitor_session };
     this.save();
   }
@@ -144,7 +147,15 @@ export class VisitorApi {
 
   async like(messageId: string, feedback: "like" | "dislike" | "none"): Promise<void> {
     if (!this.state.conversationId) return;
-    await this.call("/deployed/conversations/message/like", { method: "POST", body: JSON.stringify({ chatbot_id: this.chatbotId, conversation_id: this.state.conversationId, message_id: messageId, feedback }) });
+    await this.call("/deployed/conversations/message/like", {
+      method: "POST",
+      body: JSON.stringify({
+        chatbot_id: this.chatbotId,
+        conversation_id: this.state.conversationId,
+        message_id: messageId,
+        feedback,
+      }),
+    });
   }
 
   async upload(file: File): Promise<void> {
@@ -161,8 +172,15 @@ export class VisitorApi {
   }
 
   /** Sends a message (text or recorded audio) and calls onPiece for each streamed piece of the answer. */
-  async send(input: { text: string } | { audio: string; audio_mime_type: string }, onPiece: (text: string) => void): Promise<RunResult> {
-    const body = { ...input, stream: true, ...(this.state.conversationId ? { conversation_id: this.state.conversationId } : {}) };
+  async send(
+    input: { text: string } | { audio: string; audio_mime_type: string },
+    onPiece: (text: string) => void,
+  ): Promise<RunResult> {
+    const body = {
+      ...input,
+      stream: true,
+      ...(this.state.conversationId ? { conversation_id: this.state.conversationId } : {}),
+    };
     const res = await this.call(`/deployed/${this.chatbotId}/run`, { method: "POST", body: JSON.stringify(body) });
     const issued = res.headers.get("x-visitor-session");
     if (issued) this.state.session = issued;

@@ -20,9 +20,19 @@ const announcer = el("p", { class: "sr-only", "aria-live": "polite" });
 const suggestions = el("div", { class: "chips", role: "group", "aria-label": "Suggested questions" });
 const input = el("textarea", { id: "loom-input", rows: "1", maxlength: "4000", placeholder: "Type your message" });
 const sendButton = el("button", { type: "submit", text: "Send" });
-const fileInput = el("input", { type: "file", id: "loom-file", accept: ".txt,.md,.csv,.json,text/plain,text/markdown,text/csv,application/json", class: "sr-only" });
+const fileInput = el("input", {
+  type: "file",
+  id: "loom-file",
+  accept: ".txt,.md,.csv,.json,text/plain,text/markdown,text/csv,application/json",
+  class: "sr-only",
+});
 // Shown only where the chatbot allows them (applyTheme): uploads, and the microphone.
-const attachLabel = el("label", { for: "loom-file", class: "attach", title: "Attach a file", hidden: "" }, icon("attach"), el("span", { class: "sr-only", text: "Attach a file" }));
+const attachLabel = el(
+  "label",
+  { for: "loom-file", class: "attach", title: "Attach a file", hidden: "" },
+  icon("attach"),
+  el("span", { class: "sr-only", text: "Attach a file" }),
+);
 fileInput.disabled = true;
 const micButton = voiceButton({
   mayStart: () => {
@@ -35,13 +45,36 @@ const micButton = voiceButton({
   onError: showError,
   announce: (text) => (announcer.textContent = text),
 });
-const composer = el("form", { class: "composer", "aria-label": "Send a message" }, el("label", { for: "loom-input", class: "sr-only", text: "Message" }), input, fileInput, attachLabel, micButton, sendButton);
-const passwordInput = el("input", { type: "password", id: "loom-password", autocomplete: "current-password", required: "" });
-const passwordForm = el("form", { class: "password", hidden: "" }, el("label", { for: "loom-password", text: "This chatbot needs a password" }), passwordInput, el("button", { type: "submit", text: "Continue" }));
+const composer = el(
+  "form",
+  { class: "composer", "aria-label": "Send a message" },
+  el("label", { for: "loom-input", class: "sr-only", text: "Message" }),
+  input,
+  fileInput,
+  attachLabel,
+  micButton,
+  sendButton,
+);
+const passwordInput = el("input", {
+  type: "password",
+  id: "loom-password",
+  autocomplete: "current-password",
+  required: "",
+});
+const passwordForm = el(
+  "form",
+  { class: "password", hidden: "" },
+  el("label", { for: "loom-password", text: "This chatbot needs a password" }),
+  passwordInput,
+  el("button", { type: "submit", text: "Continue" }),
+);
 
 if (embedded) {
   // The widget's launcher lives on the host page; closing asks it to hide the iframe.
-  const close = button("", () => parent.postMessage({ type: "loom:close" }, "*"), { "aria-label": "Close chat", class: "icon-button" });
+  const close = button("", () => parent.postMessage({ type: "loom:close" }, "*"), {
+    "aria-label": "Close chat",
+    class: "icon-button",
+  });
   close.append(icon("close"));
   header.append(close);
   document.addEventListener("keydown", (event) => {
@@ -69,14 +102,26 @@ function setBusy(value: boolean): void {
 function sourcesBlock(sources: Source[] | undefined): HTMLElement | null {
   if (!sources || sources.length === 0) return null;
   const list = el("ul", { class: "sources", "aria-label": "Sources" });
-  for (const source of sources) list.append(el("li", { class: "source" }, el("strong", { text: source.name ?? "Document" }), el("span", { text: source.text.slice(0, 240) })));
+  for (const source of sources)
+    list.append(
+      el(
+        "li",
+        { class: "source" },
+        el("strong", { text: source.name ?? "Document" }),
+        el("span", { text: source.text.slice(0, 240) }),
+      ),
+    );
   return list;
 }
 
 function feedbackBlock(messageId: string, current: "like" | "dislike" | null): HTMLElement {
   const group = el("div", { class: "feedback", role: "group", "aria-label": "Rate this answer" });
   const make = (value: "like" | "dislike", label: string) => {
-    const b = button("", () => void rate(messageId, value, group), { "aria-label": label, "aria-pressed": String(current === value), "data-feedback": value });
+    const b = button("", () => void rate(messageId, value, group), {
+      "aria-label": label,
+      "aria-pressed": String(current === value),
+      "data-feedback": value,
+    });
     b.append(icon(value));
     return b;
   };
@@ -88,7 +133,8 @@ async function rate(messageId: string, value: "like" | "dislike", group: HTMLEle
   const pressed = group.querySelector(`[data-feedback="${value}"]`)?.getAttribute("aria-pressed") === "true";
   try {
     await api.like(messageId, pressed ? "none" : value);
-    for (const b of group.querySelectorAll("button")) b.setAttribute("aria-pressed", String(!pressed && b.dataset.feedback === value));
+    for (const b of group.querySelectorAll("button"))
+      b.setAttribute("aria-pressed", String(!pressed && b.dataset.feedback === value));
   } catch (error) {
     showError(error instanceof VisitorError ? error.message : "Could not save your rating.");
   }
@@ -107,11 +153,20 @@ function userBubble(text: string): void {
 
 function answerBubble(): HTMLElement {
   const body = el("div", { class: "body" });
-  log.append(el("div", { class: "msg bot" }, el("span", { class: "sr-only", text: `${profile?.name ?? "Bot"}: ` }), body));
+  log.append(
+    el("div", { class: "msg bot" }, el("span", { class: "sr-only", text: `${profile?.name ?? "Bot"}: ` }), body),
+  );
   return body;
 }
 
-function finishAnswer(body: HTMLElement, text: string, messageId: string | null, sources: Source[] | undefined, questions: string[], feedback: "like" | "dislike" | null): void {
+function finishAnswer(
+  body: HTMLElement,
+  text: string,
+  messageId: string | null,
+  sources: Source[] | undefined,
+  questions: string[],
+  feedback: "like" | "dislike" | null,
+): void {
   body.replaceChildren(renderMarkdown(text));
   const extras = [sourcesBlock(sources), followUps(questions), messageId ? feedbackBlock(messageId, feedback) : null];
   for (const extra of extras) if (extra) body.append(extra);
@@ -121,7 +176,9 @@ function finishAnswer(body: HTMLElement, text: string, messageId: string | null,
 function showGreeting(): void {
   log.replaceChildren();
   if (profile?.greeting) log.append(el("div", { class: "msg bot greeting" }, renderMarkdown(profile.greeting)));
-  suggestions.replaceChildren(...(profile?.suggestedQuestions ?? []).map((q) => button(q, () => void send(q), { class: "chip" })));
+  suggestions.replaceChildren(
+    ...(profile?.suggestedQuestions ?? []).map((q) => button(q, () => void send(q), { class: "chip" })),
+  );
 }
 
 function startOver(): void {
@@ -195,7 +252,15 @@ passwordForm.addEventListener("submit", (event) => {
       showError("");
       input.focus();
     })
-    .catch((error: unknown) => showError(error instanceof VisitorError && error.status === 401 ? "That password is not right." : error instanceof VisitorError ? error.message : "Something went wrong."));
+    .catch((error: unknown) =>
+      showError(
+        error instanceof VisitorError && error.status === 401
+          ? "That password is not right."
+          : error instanceof VisitorError
+            ? error.message
+            : "Something went wrong.",
+      ),
+    );
 });
 
 composer.addEventListener("submit", (event) => {
@@ -215,7 +280,9 @@ fileInput.addEventListener("change", () => {
   void api
     .upload(file)
     .then(() => (announcer.textContent = `Attached ${file.name}.`))
-    .catch((error: unknown) => showError(error instanceof VisitorError ? error.message : "The file could not be attached."))
+    .catch((error: unknown) =>
+      showError(error instanceof VisitorError ? error.message : "The file could not be attached."),
+    )
     .finally(() => (fileInput.value = ""));
 });
 
@@ -234,7 +301,8 @@ function applyTheme(p: Profile): void {
 function renderHistory(messages: Message[]): void {
   for (const m of messages) {
     if (m.role === "user") userBubble(m.content);
-    else if (m.status === "failed") answerBubble().append(el("p", { class: "error", text: m.error ?? "The chatbot could not answer." }));
+    else if (m.status === "failed")
+      answerBubble().append(el("p", { class: "error", text: m.error ?? "The chatbot could not answer." }));
     else finishAnswer(answerBubble(), m.content, m._id, m.sources, m.followUpQuestions ?? [], m.feedback);
   }
 }
@@ -245,7 +313,13 @@ async function boot(): Promise<void> {
   } catch (error) {
     composer.hidden = true;
     newButton.hidden = true;
-    showError(error instanceof VisitorError && error.status === 404 ? "This chatbot is not available right now." : error instanceof VisitorError ? error.message : "This chatbot could not be loaded.");
+    showError(
+      error instanceof VisitorError && error.status === 404
+        ? "This chatbot is not available right now."
+        : error instanceof VisitorError
+          ? error.message
+          : "This chatbot could not be loaded.",
+    );
     return;
   }
   applyTheme(profile);

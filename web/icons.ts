@@ -20,7 +20,19 @@ export type IconName = keyof typeof PATHS;
 /** A decorative icon: hidden from screen readers, so the button around it carries the label. */
 export function icon(name: IconName, size = 18): SVGSVGElement {
   const svg = document.createElementNS(SVG, "svg");
-  for (const [key, value] of Object.entries({ viewBox: "0 0 24 24", width: String(size), height: String(size), fill: "none", stroke: "currentColor", "stroke-width": "2", "stroke-linecap": "round", "stroke-linejoin": "round", "aria-hidden": "true", focusable: "false" })) svg.setAttribute(key, value);
+  for (const [key, value] of Object.entries({
+    viewBox: "0 0 24 24",
+    width: String(size),
+    height: String(size),
+    fill: "none",
+    stroke: "currentColor",
+    "stroke-width": "2",
+    "stroke-linecap": "round",
+    "stroke-linejoin": "round",
+    "aria-hidden": "true",
+    focusable: "false",
+  }))
+    svg.setAttribute(key, value);
   const path = document.createElementNS(SVG, "path");
   path.setAttribute("d", PATHS[name]);
   svg.append(path);

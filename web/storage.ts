@@ -48,8 +48,12 @@ export class VisitorStore {
 
   write(value: string): void {
     try {
-      if (this.local) return this.local.setItem(this.key, value);
+      if (this.local) {
+        this.local.setItem(this.key, value);
+        return;
+      }
       // Secure cookies need a secure context (https, or localhost): elsewhere the chat lasts one page view.
+      // biome-ignore lint/suspicious/noDocumentCookie: a partitioned cookie is the one store Chromium keeps for a framed chat (localStorage is refused there); the Cookie Store API has no Partitioned attribute
       document.cookie = `${this.cookieName}=${encodeURIComponent(value)}; Path=${this.path}; Max-Age=${MAX_AGE_SECONDS}; SameSite=None; Secure; Partitioned`;
     } catch {
       // Storage refused (private mode, full quota): the chat still works for this page view.

@@ -53,7 +53,10 @@ export class VoiceRecorder {
       recorder.addEventListener("stop", () => {
         for (const track of recorder.stream.getTracks()) track.stop();
         const type = recorder.mimeType || "audio/webm";
-        base64Of(new Blob(this.chunks, { type })).then((audio) => resolve({ audio, audio_mime_type: type.slice(0, 100) }), reject);
+        base64Of(new Blob(this.chunks, { type })).then(
+          (audio) => resolve({ audio, audio_mime_type: type.slice(0, 100) }),
+          reject,
+        );
       });
       recorder.stop();
     });
@@ -75,7 +78,12 @@ export function voiceButton(hooks: VoiceButtonHooks): HTMLButtonElement {
   let timer: ReturnType<typeof setTimeout> | undefined;
   // Set while the browser asks for the microphone, so a second press does not open it twice.
   let starting = false;
-  const mic = button("", () => void toggle(), { class: "mic", "aria-label": "Record a voice message", "aria-pressed": "false", hidden: "" });
+  const mic = button("", () => void toggle(), {
+    class: "mic",
+    "aria-label": "Record a voice message",
+    "aria-pressed": "false",
+    hidden: "",
+  });
   mic.append(icon("mic"));
 
   const show = (on: boolean): void => {

@@ -30,7 +30,8 @@ async function mount(): Promise<void> {
   } catch {
     return;
   }
-  const colour = profile.primaryColor && /^#[0-9a-fA-F]{6}$/.test(profile.primaryColor) ? profile.primaryColor : "#2563eb";
+  const colour =
+    profile.primaryColor && /^#[0-9a-fA-F]{6}$/.test(profile.primaryColor) ? profile.primaryColor : "#2563eb";
   const side = profile.position === "left" ? "left" : "right";
 
   const host = document.createElement("div");
@@ -41,7 +42,22 @@ async function mount(): Promise<void> {
   launcher.append(icon("chat", 26));
   launcher.setAttribute("aria-label", `Open chat with ${profile.name}`);
   launcher.setAttribute("aria-expanded", "false");
-  css(launcher, { position: "fixed", bottom: "20px", [side]: "20px", width: "56px", height: "56px", "border-radius": "50%", border: "none", background: colour, color: "#fff", display: "grid", "place-items": "center", cursor: "pointer", "z-index": "2147483646", "box-shadow": "0 4px 12px rgba(0,0,0,.25)" });
+  css(launcher, {
+    position: "fixed",
+    bottom: "20px",
+    [side]: "20px",
+    width: "56px",
+    height: "56px",
+    "border-radius": "50%",
+    border: "none",
+    background: colour,
+    color: "#fff",
+    display: "grid",
+    "place-items": "center",
+    cursor: "pointer",
+    "z-index": "2147483646",
+    "box-shadow": "0 4px 12px rgba(0,0,0,.25)",
+  });
 
   const frame = document.createElement("iframe");
   // The chat page (and its ~30 KB of code) loads on first open, not with the host page.
@@ -49,7 +65,18 @@ async function mount(): Promise<void> {
   frame.title = `Chat with ${profile.name}`;
   frame.setAttribute("allow", "microphone");
   frame.hidden = true;
-  css(frame, { position: "fixed", bottom: "88px", [side]: "20px", width: "min(400px, calc(100vw - 40px))", height: "min(600px, calc(100vh - 120px))", border: "none", "border-radius": "12px", "box-shadow": "0 8px 32px rgba(0,0,0,.3)", "z-index": "2147483647", background: "#fff" });
+  css(frame, {
+    position: "fixed",
+    bottom: "88px",
+    [side]: "20px",
+    width: "min(400px, calc(100vw - 40px))",
+    height: "min(600px, calc(100vh - 120px))",
+    border: "none",
+    "border-radius": "12px",
+    "box-shadow": "0 8px 32px rgba(0,0,0,.3)",
+    "z-index": "2147483647",
+    background: "#fff",
+  });
   launcher.setAttribute("aria-controls", "loom-frame");
   frame.id = "loom-frame";
 
@@ -75,7 +102,12 @@ async function mount(): Promise<void> {
   });
   // Only the chat page in our own iframe may close the panel.
   window.addEventListener("message", (event) => {
-    if (event.origin === loomOrigin && event.source === frame.contentWindow && (event.data as { type?: string } | null)?.type === "loom:close") setOpen(false);
+    if (
+      event.origin === loomOrigin &&
+      event.source === frame.contentWindow &&
+      (event.data as { type?: string } | null)?.type === "loom:close"
+    )
+      setOpen(false);
   });
   shadow.append(launcher, frame);
   document.body.append(host);

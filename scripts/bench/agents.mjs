@@ -15,7 +15,12 @@ const RUNS = Number(process.env.BENCH_AGENT_RUNS ?? 60);
 const STEPS = 11;
 
 function completion(message) {
-  return JSON.stringify({ id: "bench", object: "chat.completion", choices: [{ index: 0, message, finish_reason: message.tool_calls ? "tool_calls" : "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1 } });
+  return JSON.stringify({
+    id: "bench",
+    object: "chat.completion",
+    choices: [{ index: 0, message, finish_reason: message.tool_calls ? "tool_calls" : "stop" }],
+    usage: { prompt_tokens: 1, completion_tokens: 1 },
+  });
 }
 
 const server = createServer((request, response) => {
@@ -26,7 +31,14 @@ const server = createServer((request, response) => {
     const user = messages.find((m) => m.role === "user")?.content ?? "";
     const turns = messages.filter((m) => m.role === "tool").length;
     const wanted = user === "many" ? STEPS - 1 : 0;
-    const message = turns < wanted ? { role: "assistant", content: null, tool_calls: [{ id: `c${turns}`, type: "function", function: { name: "noop", arguments: "{}" } }] } : { role: "assistant", content: "done" };
+    const message =
+      turns < wanted
+        ? {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: `c${turns}`, type: "function", function: { name: "noop", arguments: "{}" } }],
+          }
+        : { role: "assistant", content: "done" };
     response.writeHead(200, { "content-type": "application/json" });
     response.end(completion(message));
   });
@@ -34,21 +46,41 @@ const server = createServer((request, response) => {
 await new Promise((resolve) => server.listen(PORT, "127.0.0.1", resolve));
 
 async function post(path, body, headers = {}) {
-  const response = await fetch(`${BASE}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  const response = await fetch(`${BASE}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
   const json = await response.json();
   if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(json)}`);
   return json;
 }
 
 const tag = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-const signup = await post("/auth/signup", { email: `bench-${tag}@example.com`, password: "bench password 123", username: `bench${tag}`, organization: `bench-${tag}` });
+const signup = await post("/auth/signup", {
+  email: `bench-${tag}@example.com`,
+  password: "bench password 123",
+  username: `bench${tag}`,
+  organization: `bench-${tag}`,
+});
 const owner = { authorization: `Bearer ${signup.access_token}` };
 const { key } = await post("/auth/api-keys", { name: "bench" }, owner);
 const auth = { authorization: `Bearer ${key}` };
-await post("/admin/connections/create", { name: "fake", kind: "openai", base_url: `http://127.0.0.1:${PORT}/v1`, chat_model: "zero" }, owner);
+await post(
+  "/admin/connections/create",
+  { name: "fake", kind: "openai", base_url: `http://127.0.0.1:${PORT}/v1`, chat_model: "zero" },
+  owner,
+);
 const { id } = await post(
   "/v1/agent",
-  { name: `bench-${tag}`, llm_client_key: { provider: "fake", model_id: "zero" }, inputs: { i: { name: "q", io_type: "string" } }, max_steps: STEPS, max_tool_errors: STEPS, tools: {} },
+  {
+    name: `bench-${tag}`,
+    llm_client_key: { provider: "fake", model_id: "zero" },
+    inputs: { i: { name: "q", io_type: "string" } },
+    max_steps: STEPS,
+    max_tool_errors: STEPS,
+    tools: {},
+  },
   auth,
 );
 
@@ -57,13 +89,21 @@ async function timed(q) {
   const result = await post(`/v1/agent/${id}/run`, { inputs: { q } }, auth);
   const ms = performance.now() - started;
   const turns = q === "many" ? STEPS : 1;
-  if (result.status !== "success" || result.outputs?.output !== "done" || result.steps.filter((s) => s.type === "model").length !== turns) throw new Error(`unexpected answer: ${JSON.stringify(result).slice(0, 400)}`);
+  if (
+    result.status !== "success" ||
+    result.outputs?.output !== "done" ||
+    result.steps.filter((s) => s.type === "model").length !== turns
+  )
+    throw new Error(`unexpected answer: ${JSON.stringify(result).slice(0, 400)}`);
   return ms;
 }
 
 async function modelRoundTrip() {
   const started = performance.now();
-  await fetch(`http://127.0.0.1:${PORT}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "one" }] }) }).then((r) => r.text());
+  await fetch(`http://127.0.0.1:${PORT}/v1/chat/completions`, {
+    method: "POST",
+    body: JSON.stringify({ messages: [{ role: "user", content: "one" }] }),
+  }).then((r) => r.text());
   return performance.now() - started;
 }
 
@@ -96,4 +136,6 @@ const figures = {
   loop_overhead_per_step_ms: { p50: p50(overhead), p99: p99(overhead) },
 };
 console.log(JSON.stringify(figures, null, 2));
-console.log(`| agent loop overhead per step over the model's latency, p50 | ${figures.loop_overhead_per_step_ms.p50} ms |`);
+console.log(
+  `| agent loop overhead per step over the model's latency, p50 | ${figures.loop_overhead_per_step_ms.p50} ms |`,
+);

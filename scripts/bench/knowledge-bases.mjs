@@ -16,9 +16,8 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 
 function rng(seed) {
   let s = seed >>> 0;
-  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 }
-
 
 export async function run({ base, args }) {
   const levels = (args.get("levels") ?? "1000,10000,100000").split(",").map(Number);
@@ -29,7 +28,11 @@ export async function run({ base, args }) {
   async function api(path, { method = "GET", body, token } = {}) {
     const headers = { "content-type": "application/json" };
     if (token) headers.authorization = `Bearer ${token}`;
-    const response = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const json = await response.json().catch(() => ({}));
     if (!response.ok) throw new Error(`${method} ${path} -> ${response.status} ${JSON.stringify(json)}`);
     return json;
@@ -41,7 +44,12 @@ export async function run({ base, args }) {
   const words = corpus.toLowerCase().match(/\b[a-z]{2,}\b/g);
   const queries = readFileSync(join(root, "../shared/data/cranfield/cran.qry"), "utf8")
     .split(/^\.I .*$/m)
-    .map((q) => q.replace(/^\s*\.W\s*/, "").replace(/\s+/g, " ").trim())
+    .map((q) =>
+      q
+        .replace(/^\s*\.W\s*/, "")
+        .replace(/\s+/g, " ")
+        .trim(),
+    )
     .filter(Boolean);
   const random = rng(42);
   /** One document of exactly `chunks` chunks. */
@@ -56,9 +64,16 @@ export async function run({ base, args }) {
   };
 
   const user = `bench${Date.now().toString(36)}`;
-  const signup = await api("/auth/signup", { method: "POST", body: { email: `${user}@example.com`, password: "benchmark-password", username: user, organization: `${user}-org` } });
+  const signup = await api("/auth/signup", {
+    method: "POST",
+    body: { email: `${user}@example.com`, password: "benchmark-password", username: user, organization: `${user}-org` },
+  });
   const { key } = await api("/auth/api-keys", { method: "POST", token: signup.access_token, body: { name: "bench" } });
-  const { id: kb } = await api("/v1/knowledge-base", { method: "POST", token: key, body: { name: "bench", chunk_size: chunkSize } });
+  const { id: kb } = await api("/v1/knowledge-base", {
+    method: "POST",
+    token: key,
+    body: { name: "bench", chunk_size: chunkSize },
+  });
 
   let total = 0;
   const rows = [];
@@ -68,7 +83,20 @@ export async function run({ base, args }) {
     while (total < level) {
       const want = Math.min(docChunks, level - total);
       const text = makeDocument(want);
-      const res = await api(`/v1/knowledge-base/${kb}/index`, { method: "POST", token: key, body: { file_data: { file: { type: "file", raw_bytes: Buffer.from(text).toString("base64"), metadata: { name: `bench-${total}.txt`, mime_type: "text/plain" } }, custom_metadata: { level } } } });
+      const res = await api(`/v1/knowledge-base/${kb}/index`, {
+        method: "POST",
+        token: key,
+        body: {
+          file_data: {
+            file: {
+              type: "file",
+              raw_bytes: Buffer.from(text).toString("base64"),
+              metadata: { name: `bench-${total}.txt`, mime_type: "text/plain" },
+            },
+            custom_metadata: { level },
+          },
+        },
+      });
       added.push(res.document_ids[0]);
       total += want;
     }
@@ -89,16 +117,34 @@ export async function run({ base, args }) {
     const newChunks = chunks - rows.reduce((n, r) => n + r.newChunks, 0);
 
     const latencies = [];
-    for (let i = 0; i < Math.min(10, queryCount); i++) await api(`/v1/knowledge-base/${kb}/query`, { method: "POST", token: key, body: { queries: [queries[i % queries.length]], search_metadata: { top_k: 10 } } });
+    for (let i = 0; i < Math.min(10, queryCount); i++)
+      await api(`/v1/knowledge-base/${kb}/query`, {
+        method: "POST",
+        token: key,
+        body: { queries: [queries[i % queries.length]], search_metadata: { top_k: 10 } },
+      });
     for (let i = 0; i < queryCount; i++) {
       const q0 = performance.now();
-      await api(`/v1/knowledge-base/${kb}/query`, { method: "POST", token: key, body: { queries: [queries[i % queries.length]], search_metadata: { top_k: 10 } } });
+      await api(`/v1/knowledge-base/${kb}/query`, {
+        method: "POST",
+        token: key,
+        body: { queries: [queries[i % queries.length]], search_metadata: { top_k: 10 } },
+      });
       latencies.push(performance.now() - q0);
     }
     latencies.sort((a, b) => a - b);
-    const row = { chunks, newChunks, indexSeconds, chunksPerSecond: newChunks / indexSeconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+    const row = {
+      chunks,
+      newChunks,
+      indexSeconds,
+      chunksPerSecond: newChunks / indexSeconds,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+    };
     rows.push(row);
-    console.log(`${String(chunks).padStart(7)} chunks | indexed ${newChunks} in ${indexSeconds.toFixed(1)} s = ${row.chunksPerSecond.toFixed(0)} chunks/s | hybrid top-10 p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms (${queryCount} queries)`);
+    console.log(
+      `${String(chunks).padStart(7)} chunks | indexed ${newChunks} in ${indexSeconds.toFixed(1)} s = ${row.chunksPerSecond.toFixed(0)} chunks/s | hybrid top-10 p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms (${queryCount} queries)`,
+    );
   }
   // Throughput at the last level: queries with --concurrency in flight (one knowledge base's index
   // object answers them one at a time, so this is that object's rate, plus HTTP in parallel).
@@ -113,14 +159,20 @@ export async function run({ base, args }) {
         while (next < total) {
           const i = next++;
           const q0 = performance.now();
-          await api(`/v1/knowledge-base/${kb}/query`, { method: "POST", token: key, body: { queries: [queries[i % queries.length]], search_metadata: { top_k: 10 } } });
+          await api(`/v1/knowledge-base/${kb}/query`, {
+            method: "POST",
+            token: key,
+            body: { queries: [queries[i % queries.length]], search_metadata: { top_k: 10 } },
+          });
           times.push(performance.now() - q0);
         }
       }),
     );
     const seconds = (performance.now() - t0) / 1000;
     times.sort((a, b) => a - b);
-    console.log(`${total} hybrid queries, ${concurrency} in flight, at ${rows[rows.length - 1].chunks} chunks: ${(total / seconds).toFixed(0)} queries/s, p50 ${percentile(times, 50).toFixed(1)} ms, p99 ${percentile(times, 99).toFixed(1)} ms`);
+    console.log(
+      `${total} hybrid queries, ${concurrency} in flight, at ${rows[rows.length - 1].chunks} chunks: ${(total / seconds).toFixed(0)} queries/s, p50 ${percentile(times, 50).toFixed(1)} ms, p99 ${percentile(times, 99).toFixed(1)} ms`,
+    );
   }
 
   // A Durable Object idle for ~10 s is evicted; its next query reloads vectors, lengths and cached postings.
@@ -129,14 +181,23 @@ export async function run({ base, args }) {
   for (let i = 0; i < coldRuns; i++) {
     await new Promise((r) => setTimeout(r, 15_000));
     const q0 = performance.now();
-    await api(`/v1/knowledge-base/${kb}/query`, { method: "POST", token: key, body: { queries: [queries[(i * 7) % queries.length]], search_metadata: { top_k: 10 } } });
+    await api(`/v1/knowledge-base/${kb}/query`, {
+      method: "POST",
+      token: key,
+      body: { queries: [queries[(i * 7) % queries.length]], search_metadata: { top_k: 10 } },
+    });
     cold.push(performance.now() - q0);
   }
-  if (coldRuns > 0) console.log(`first query after 15 s idle (object evicted) at ${total} chunks: ${cold.map((t) => `${t.toFixed(0)} ms`).join(", ")}`);
+  if (coldRuns > 0)
+    console.log(
+      `first query after 15 s idle (object evicted) at ${total} chunks: ${cold.map((t) => `${t.toFixed(0)} ms`).join(", ")}`,
+    );
   if (args.has("keep")) console.log(`kept knowledge base ${kb} (API key ${key})`);
   else await api(`/v1/knowledge-base/${kb}`, { method: "DELETE", token: key });
   const last = rows[rows.length - 1];
   const indexing = rows.reduce((n, r) => n + r.newChunks, 0) / rows.reduce((n, r) => n + r.indexSeconds, 0);
-  console.log(`targets at ${last.chunks} chunks: p50 < 25 ms ${last.p50 < 25 ? "met" : "MISSED"} (${last.p50.toFixed(1)}), p99 < 100 ms ${last.p99 < 100 ? "met" : "MISSED"} (${last.p99.toFixed(1)}), indexing > 500 chunks/s ${indexing > 500 ? "met" : "MISSED"} (${indexing.toFixed(0)})`);
+  console.log(
+    `targets at ${last.chunks} chunks: p50 < 25 ms ${last.p50 < 25 ? "met" : "MISSED"} (${last.p50.toFixed(1)}), p99 < 100 ms ${last.p99 < 100 ? "met" : "MISSED"} (${last.p99.toFixed(1)}), indexing > 500 chunks/s ${indexing > 500 ? "met" : "MISSED"} (${indexing.toFixed(0)})`,
+  );
   return rows;
 }

@@ -7,14 +7,23 @@ const THROUGHPUT_RUNS = Number(process.env.BENCH_PIPELINE_THROUGHPUT_RUNS ?? 500
 const IN_FLIGHT = 50;
 
 async function post(path, body, headers = {}) {
-  const response = await fetch(`${BASE}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  const response = await fetch(`${BASE}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
   const json = await response.json();
   if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(json)}`);
   return json;
 }
 
 const tag = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-const signup = await post("/auth/signup", { email: `bench-${tag}@example.com`, password: "bench password 123", username: `bench${tag}`, organization: `bench-${tag}` });
+const signup = await post("/auth/signup", {
+  email: `bench-${tag}@example.com`,
+  password: "bench password 123",
+  username: `bench${tag}`,
+  organization: `bench-${tag}`,
+});
 const { key } = await post("/auth/api-keys", { name: "bench" }, { authorization: `Bearer ${signup.access_token}` });
 const auth = { authorization: `Bearer ${key}` };
 
@@ -43,10 +52,10 @@ async function runOnce(i) {
   const started = performance.now();
   const result = await post(`/v1/pipeline/${id}/run`, { inputs: { q: `world ${i}` } }, auth);
   const ms = performance.now() - started;
-  if (result.status !== "success" || result.outputs?.answer !== `Hello world ${i}!`) throw new Error(`unexpected answer: ${JSON.stringify(result)}`);
+  if (result.status !== "success" || result.outputs?.answer !== `Hello world ${i}!`)
+    throw new Error(`unexpected answer: ${JSON.stringify(result)}`);
   return ms;
 }
-
 
 for (let i = 0; i < 20; i++) await runOnce(i); // warm-up: first objects, compiled code paths
 const latencies = [];
@@ -65,8 +74,17 @@ const seconds = (performance.now() - throughputStart) / 1000;
 const figures = {
   section: "pipelines",
   server: BASE,
-  sync_run_ms: { runs: SEQUENTIAL, p50: Number(percentile(latencies, 50).toFixed(1)), p99: Number(percentile(latencies, 99).toFixed(1)) },
-  throughput: { runs: THROUGHPUT_RUNS, in_flight: IN_FLIGHT, seconds: Number(seconds.toFixed(2)), runs_per_second: Number((THROUGHPUT_RUNS / seconds).toFixed(1)) },
+  sync_run_ms: {
+    runs: SEQUENTIAL,
+    p50: Number(percentile(latencies, 50).toFixed(1)),
+    p99: Number(percentile(latencies, 99).toFixed(1)),
+  },
+  throughput: {
+    runs: THROUGHPUT_RUNS,
+    in_flight: IN_FLIGHT,
+    seconds: Number(seconds.toFixed(2)),
+    runs_per_second: Number((THROUGHPUT_RUNS / seconds).toFixed(1)),
+  },
 };
 console.log(JSON.stringify(figures, null, 2));
 console.log(`| five-node sync run, p50 | ${figures.sync_run_ms.p50} ms |`);

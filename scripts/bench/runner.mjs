@@ -20,7 +20,12 @@ export async function run({ base, args }) {
   }
 
   const tag = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-  const signup = await api("/auth/signup", { email: `runner-${tag}@example.com`, password: "runner bench password", username: `runner${tag}`, organization: `runner-${tag}` });
+  const signup = await api("/auth/signup", {
+    email: `runner-${tag}@example.com`,
+    password: "runner bench password",
+    username: `runner${tag}`,
+    organization: `runner-${tag}`,
+  });
   const { key } = await api("/auth/api-keys", { name: "runner" }, signup.access_token);
   const { id } = await api("/v1/knowledge-base", { name: `runner-${tag}` }, key);
 
@@ -35,7 +40,12 @@ export async function run({ base, args }) {
 
   const rows = [
     await measure("401, no Authorization header", "/v1/knowledge-bases", {}, 401),
-    await measure("GET /v1/knowledge-base?id= (auth + one D1 read)", `/v1/knowledge-base?id=${id}`, { authorization: `Bearer ${key}` }, 200),
+    await measure(
+      "GET /v1/knowledge-base?id= (auth + one D1 read)",
+      `/v1/knowledge-base?id=${id}`,
+      { authorization: `Bearer ${key}` },
+      200,
+    ),
   ];
   console.log(`${requests} sequential requests per row after ${warmup} warm-up, against ${base}`);
   console.log("| request | p50 ms | p99 ms |");

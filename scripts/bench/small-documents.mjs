@@ -39,22 +39,48 @@ export async function run({ base, args }) {
   async function api(path, { method = "GET", body, token } = {}) {
     const headers = { "content-type": "application/json" };
     if (token) headers.authorization = `Bearer ${token}`;
-    const response = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const json = await response.json().catch(() => ({}));
     if (!response.ok) throw new Error(`${method} ${path} -> ${response.status} ${JSON.stringify(json)}`);
     return json;
   }
 
   const tag = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-  const signup = await api("/auth/signup", { method: "POST", body: { email: `small-${tag}@example.com`, password: "benchmark-password", username: `small${tag}`, organization: `small-${tag}` } });
+  const signup = await api("/auth/signup", {
+    method: "POST",
+    body: {
+      email: `small-${tag}@example.com`,
+      password: "benchmark-password",
+      username: `small${tag}`,
+      organization: `small-${tag}`,
+    },
+  });
   const { key } = await api("/auth/api-keys", { method: "POST", token: signup.access_token, body: { name: "bench" } });
-  const file = (text, i) => ({ file: { type: "file", raw_bytes: Buffer.from(text).toString("base64"), metadata: { name: `cran-${i + 1}.txt`, mime_type: "text/plain" } } });
+  const file = (text, i) => ({
+    file: {
+      type: "file",
+      raw_bytes: Buffer.from(text).toString("base64"),
+      metadata: { name: `cran-${i + 1}.txt`, mime_type: "text/plain" },
+    },
+  });
 
   let kbNumber = 0;
   async function freshKnowledgeBase() {
-    const { id } = await api("/v1/knowledge-base", { method: "POST", token: key, body: { name: `small-${kbNumber++}` } });
+    const { id } = await api("/v1/knowledge-base", {
+      method: "POST",
+      token: key,
+      body: { name: `small-${kbNumber++}` },
+    });
     // One throwaway document, so the figures exclude the index object's first start.
-    await api(`/v1/knowledge-base/${id}/index`, { method: "POST", token: key, body: { file_data: file("warm up", -1) } });
+    await api(`/v1/knowledge-base/${id}/index`, {
+      method: "POST",
+      token: key,
+      body: { file_data: file("warm up", -1) },
+    });
     return id;
   }
 
@@ -76,31 +102,47 @@ export async function run({ base, args }) {
     const seconds = (performance.now() - t0) / 1000;
     const { documents } = await api(`/v1/knowledge-base/${kb}/documents`, { token: key });
     const notReady = documents.filter((d) => d.status !== "ready");
-    if (documents.length !== docs.length + 1 || notReady.length) throw new Error(`expected ${docs.length + 1} ready documents, got ${documents.length} (${notReady.length} not ready)`);
+    if (documents.length !== docs.length + 1 || notReady.length)
+      throw new Error(
+        `expected ${docs.length + 1} ready documents, got ${documents.length} (${notReady.length} not ready)`,
+      );
     await api(`/v1/knowledge-base/${kb}`, { method: "DELETE", token: key });
     return { seconds, times: times.sort((a, b) => a - b) };
   }
 
   const single = docs.map((text, i) => ({ file_data: file(text, i) }));
   const batches = [];
-  for (let i = 0; i < docs.length; i += batchSize) batches.push({ file_data: docs.slice(i, i + batchSize).map((text, j) => file(text, i + j)) });
+  for (let i = 0; i < docs.length; i += batchSize)
+    batches.push({ file_data: docs.slice(i, i + batchSize).map((text, j) => file(text, i + j)) });
 
   const rows = [];
   const report = (label, { seconds, times }, perRequest) => {
     const row = { label, perSecond: docs.length / seconds, p50: percentile(times, 50), p99: percentile(times, 99) };
     rows.push(row);
-    console.log(`| ${label} | ${docs.length} | ${seconds.toFixed(2)} | ${row.perSecond.toFixed(0)} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${perRequest} |`);
+    console.log(
+      `| ${label} | ${docs.length} | ${seconds.toFixed(2)} | ${row.perSecond.toFixed(0)} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${perRequest} |`,
+    );
     return row;
   };
-  console.log(`${docs.length} Cranfield abstracts (mean ${Math.round(docs.reduce((n, d) => n + d.length, 0) / docs.length)} bytes), a fresh knowledge base per row`);
+  console.log(
+    `${docs.length} Cranfield abstracts (mean ${Math.round(docs.reduce((n, d) => n + d.length, 0) / docs.length)} bytes), a fresh knowledge base per row`,
+  );
   console.log("| form | documents | seconds | documents/s | request p50 ms | request p99 ms | documents per request |");
   console.log("|---|---|---|---|---|---|---|");
   const sequence = report("one per request, in sequence", await drive(await freshKnowledgeBase(), single, 1), 1);
-  const parallel = report(`one per request, ${inFlight} in flight`, await drive(await freshKnowledgeBase(), single, inFlight), 1);
+  const parallel = report(
+    `one per request, ${inFlight} in flight`,
+    await drive(await freshKnowledgeBase(), single, inFlight),
+    1,
+  );
   let batched = { perSecond: 0 };
   try {
     report(`batches of ${batchSize}, in sequence`, await drive(await freshKnowledgeBase(), batches, 1), batchSize);
-    batched = report(`batches of ${batchSize}, ${inFlight} in flight`, await drive(await freshKnowledgeBase(), batches, inFlight), batchSize);
+    batched = report(
+      `batches of ${batchSize}, ${inFlight} in flight`,
+      await drive(await freshKnowledgeBase(), batches, inFlight),
+      batchSize,
+    );
   } catch (error) {
     console.log(`batch form: ${error.message.slice(0, 200)}`);
   }

@@ -5,10 +5,32 @@ import type { ChatMessage, ChatModel, ChatResult, ToolCall } from "../providers/
 import { answerOutputName } from "../features/agents/agent-definition";
 import { agentChatModel } from "../features/agents/agent-models";
 import { agentRunDepsProvider, type AgentRunDeps } from "../features/agents/agent-run-deps";
-import { AGENT_RUN_FINISHED, AGENT_RUN_SETTLED, AgentRunStore, openCalls, pendingCalls, type AgentRunInit, type AgentRunRecord, type Decision, type PendingCall } from "../features/agents/agent-run-store";
-import { runEventsStream, runView, systemPrompt, userPrompt, type AgentRunEvent, type AgentRunView } from "../features/agents/agent-run-view";
-import { executeTool, failureText, presentTools, whenAborted, type PresentedTool } from "../features/agents/agent-tools";
-import { NodeFailure } from "../features/pipelines/pipeline-services";
+import {
+  AGENT_RUN_FINISHED,
+  AGENT_RUN_SETTLED,
+  AgentRunStore,
+  openCalls,
+  pendingCalls,
+  type AgentRunInit,
+  type AgentRunRecord,
+  type Decision,
+  type PendingCall,
+} from "../features/agents/agent-run-store";
+import {
+  runEventsStream,
+  runView,
+  systemPrompt,
+  userPrompt,
+  type AgentRunEvent,
+  type AgentRunView,
+} from "../features/agents/agent-run-view";
+import {
+  executeTool,
+  failureText,
+  presentTools,
+  whenAborted,
+  type PresentedTool,
+} from "../features/agents/agent-tools";
 
 export type { AgentRunView } from "../features/agents/agent-run-view";
 type AgentRunActionResult = { ok: true; run: AgentRunView } | { ok: false; status: string; error: string };
@@ -95,16 +117,26 @@ export class AgentRunObject extends DurableObject<Env> {
   async decide(decisions: Decision[]): Promise<AgentRunActionResult> {
     const run = this.store.run();
     if (!run) return { ok: false, status: "missing", error: "run not found" };
-    if (run.status !== "paused") return { ok: false, status: run.status, error: `run ${run.init.runId} is ${run.status}, not paused` };
+    if (run.status !== "paused")
+      return { ok: false, status: run.status, error: `run ${run.init.runId} is ${run.status}, not paused` };
     const pending = this.pending(run);
     const byId = new Map(decisions.map((d) => [d.callId, d]));
-    for (const id of byId.keys()) if (!pending.some((p) => p.id === id)) return { ok: false, status: run.status, error: `run ${run.init.runId} does not wait for call ${id}` };
+    for (const id of byId.keys())
+      if (!pending.some((p) => p.id === id))
+        return { ok: false, status: run.status, error: `run ${run.init.runId} does not wait for call ${id}` };
     const undecided = pending.filter((p) => !byId.has(p.id));
-    if (undecided.length) return { ok: false, status: run.status, error: `run ${run.init.runId} also waits for call ${undecided.map((p) => p.id).join(", ")}, which this request does not decide` };
+    if (undecided.length)
+      return {
+        ok: false,
+        status: run.status,
+        error: `run ${run.init.runId} also waits for call ${undecided.map((p) => p.id).join(", ")}, which this request does not decide`,
+      };
     for (const p of pending) {
       const d = byId.get(p.id) as Decision;
-      if (p.waiting === "question" && d.kind !== "answered") return { ok: false, status: run.status, error: `call ${p.id} asks the user a question: answer it` };
-      if (p.waiting === "approval" && d.kind === "answered") return { ok: false, status: run.status, error: `call ${p.id} needs approval: approve or refuse it` };
+      if (p.waiting === "question" && d.kind !== "answered")
+        return { ok: false, status: run.status, error: `call ${p.id} asks the user a question: answer it` };
+      if (p.waiting === "approval" && d.kind === "answered")
+        return { ok: false, status: run.status, error: `call ${p.id} needs approval: approve or refuse it` };
     }
     for (const d of byId.values()) this.store.decide(d);
     this.store.setStatus("running", Date.now());
@@ -117,7 +149,8 @@ export class AgentRunObject extends DurableObject<Env> {
   async terminate(): Promise<AgentRunActionResult> {
     const run = this.store.run();
     if (!run) return { ok: false, status: "missing", error: "run not found" };
-    if (AGENT_RUN_FINISHED.has(run.status)) return { ok: false, status: run.status, error: `run ${run.init.runId} already ended (${run.status})` };
+    if (AGENT_RUN_FINISHED.has(run.status))
+      return { ok: false, status: run.status, error: `run ${run.init.runId} already ended (${run.status})` };
     this.finish("terminated", "terminated by request", null);
     await this.syncIndex();
     return { ok: true, run: this.view() };
@@ -138,7 +171,7 @@ export class AgentRunObject extends DurableObject<Env> {
 
   private async loop(): Promise<void> {
     const first = this.store.run();
-    if (!first || first.status !== "running") return this.armAlarm();
+    if (first?.status !== "running") return this.armAlarm();
     // The lease: if this instance dies mid-step, this alarm continues the run in a fresh one.
     await this.ctx.storage.setAlarm(Date.now() + (first.init.leaseMs ?? LEASE_MS));
     const remaining = first.init.definition.limits.wallSeconds * 1000 - first.activeMs - (Date.now() - first.resumedAt);
@@ -149,10 +182,26 @@ export class AgentRunObject extends DurableObject<Env> {
     } catch (error) {
       const run = this.store.run();
       if (run && !AGENT_RUN_FINISHED.has(run.status)) {
-        if (this.controller.signal.aborted && run.status === "running") this.finish("failed", `run exceeded its wall time of ${run.init.definition.limits.wallSeconds} seconds`, null);
+        if (this.controller.signal.aborted && run.status === "running")
+          this.finish(
+            "failed",
+            `run exceeded its wall time of ${run.init.definition.limits.wallSeconds} seconds`,
+            null,
+          );
         else {
-          if (!(error instanceof AppError)) console.error(JSON.stringify({ level: "error", where: "agent run", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
-          this.finish("failed", error instanceof AppError ? `the model failed: ${error.message}` : "internal error while running the agent", null);
+          if (!(error instanceof AppError))
+            console.error(
+              JSON.stringify({
+                level: "error",
+                where: "agent run",
+                error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+              }),
+            );
+          this.finish(
+            "failed",
+            error instanceof AppError ? `the model failed: ${error.message}` : "internal error while running the agent",
+            null,
+          );
         }
       }
     } finally {
@@ -167,7 +216,7 @@ export class AgentRunObject extends DurableObject<Env> {
   /** One step: a batch of tool calls, or one model turn. False when the run stopped (settled). */
   private async step(): Promise<boolean> {
     const run = this.store.run();
-    if (!run || run.status !== "running") return false;
+    if (run?.status !== "running") return false;
     const signal = (this.controller as AbortController).signal;
     if (signal.aborted) throw new Error("wall time");
     const { definition } = run.init;
@@ -179,9 +228,21 @@ export class AgentRunObject extends DurableObject<Env> {
       const missing = calls.filter((c) => !results.has(c.id));
       if (missing.length === 0) {
         // Every call answered: the results join the conversation, in call order.
-        this.store.append(...calls.map((c): ChatMessage => ({ role: "tool", toolCallId: c.id, content: (results.get(c.id) as { content: string }).content })));
+        this.store.append(
+          ...calls.map(
+            (c): ChatMessage => ({
+              role: "tool",
+              toolCallId: c.id,
+              content: (results.get(c.id) as { content: string }).content,
+            }),
+          ),
+        );
         if (run.toolErrors > definition.limits.maxToolErrors) {
-          this.finish("failed", `run stopped after ${run.toolErrors} tool errors (max_tool_errors is ${definition.limits.maxToolErrors})`, null);
+          this.finish(
+            "failed",
+            `run stopped after ${run.toolErrors} tool errors (max_tool_errors is ${definition.limits.maxToolErrors})`,
+            null,
+          );
           return false;
         }
         return true;
@@ -199,11 +260,19 @@ export class AgentRunObject extends DurableObject<Env> {
       return true;
     }
     if (run.steps >= definition.limits.maxSteps) {
-      this.finish("failed", `run reached its step limit of ${definition.limits.maxSteps} model turns (max_steps) without a final answer`, null);
+      this.finish(
+        "failed",
+        `run reached its step limit of ${definition.limits.maxSteps} model turns (max_steps) without a final answer`,
+        null,
+      );
       return false;
     }
     if (run.inputTokens + run.outputTokens >= definition.limits.tokenBudget) {
-      this.finish("failed", `run used ${run.inputTokens + run.outputTokens} tokens, its token budget is ${definition.limits.tokenBudget} (token_budget)`, null);
+      this.finish(
+        "failed",
+        `run used ${run.inputTokens + run.outputTokens} tokens, its token budget is ${definition.limits.tokenBudget} (token_budget)`,
+        null,
+      );
       return false;
     }
     this.model ??= await agentChatModel(this.env, run.init.toolAuth, definition, this.deps.providers);
@@ -211,9 +280,17 @@ export class AgentRunObject extends DurableObject<Env> {
     const result = await this.ask(model, [this.system(run), this.user(run), ...messages], tools, signal);
     if (signal.aborted) throw new Error("wall time");
     const known = new Set(tools.map((t) => t.definition.name));
-    const toolCalls = result.toolCalls.map((c, i) => ({ ...c, id: c.id || `call_${run.steps}_${i}`, name: known.has(c.name) ? c.name : c.name.slice(0, 64) }));
-    this.store.recordTurn({ role: "assistant", content: result.text, ...(toolCalls.length ? { toolCalls } : {}) }, result.usage);
-    for (const call of toolCalls) this.emit({ type: "tool_call", id: call.id, name: call.name, arguments: call.arguments });
+    const toolCalls = result.toolCalls.map((c, i) => ({
+      ...c,
+      id: c.id || `call_${run.steps}_${i}`,
+      name: known.has(c.name) ? c.name : c.name.slice(0, 64),
+    }));
+    this.store.recordTurn(
+      { role: "assistant", content: result.text, ...(toolCalls.length ? { toolCalls } : {}) },
+      result.usage,
+    );
+    for (const call of toolCalls)
+      this.emit({ type: "tool_call", id: call.id, name: call.name, arguments: call.arguments });
     if (toolCalls.length === 0) {
       this.finish("completed", null, result.text);
       return false;
@@ -221,7 +298,12 @@ export class AgentRunObject extends DurableObject<Env> {
     return true;
   }
 
-  private async ask(model: ChatModel, messages: ChatMessage[], tools: PresentedTool[], signal: AbortSignal): Promise<ChatResult> {
+  private async ask(
+    model: ChatModel,
+    messages: ChatMessage[],
+    tools: PresentedTool[],
+    signal: AbortSignal,
+  ): Promise<ChatResult> {
     const request = { messages, tools: tools.map((t) => t.definition), signal };
     if (this.listeners.size === 0) return model.complete(request);
     for await (const event of model.stream(request)) {
@@ -231,11 +313,20 @@ export class AgentRunObject extends DurableObject<Env> {
     throw new AppError("provider_failed", "the model's stream ended without an answer");
   }
 
-  private async runCall(call: ToolCall, tools: PresentedTool[], decision: Decision | undefined, signal: AbortSignal): Promise<void> {
+  private async runCall(
+    call: ToolCall,
+    tools: PresentedTool[],
+    decision: Decision | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
     let content: string;
     let isError = false;
     const presented = tools.find((t) => t.definition.name === call.name);
-    if (!presented) [content, isError] = [`there is no tool named '${call.name.slice(0, 64)}'; the tools are ${tools.map((t) => t.definition.name).join(", ") || "none"}`, true];
+    if (!presented)
+      [content, isError] = [
+        `there is no tool named '${call.name.slice(0, 64)}'; the tools are ${tools.map((t) => t.definition.name).join(", ") || "none"}`,
+        true,
+      ];
     else if (decision?.kind === "refused") content = REFUSED_RESULT;
     else if (decision?.kind === "answered") content = decision.answer;
     else {
@@ -244,7 +335,13 @@ export class AgentRunObject extends DurableObject<Env> {
       else {
         try {
           const run = this.store.run() as AgentRunRecord;
-          const execution = executeTool(presented, call, { env: this.env, auth: run.init.toolAuth, services: this.deps.services, signal, runChildAgent: (id, input, c, s) => this.runChild(run, id, input, c, s) });
+          const execution = executeTool(presented, call, {
+            env: this.env,
+            auth: run.init.toolAuth,
+            services: this.deps.services,
+            signal,
+            runChildAgent: (id, input, c, s) => this.runChild(run, id, input, c, s),
+          });
           // A tool that ignores the signal still cannot hold the run past its wall time.
           content = await Promise.race([execution, whenAborted(signal)]);
         } catch (error) {
@@ -254,10 +351,17 @@ export class AgentRunObject extends DurableObject<Env> {
       }
     }
     if (this.store.run()?.status !== "running") return;
-    if (this.store.saveResult({ callId: call.id, content, isError })) this.emit({ type: "tool_result", id: call.id, name: call.name, content, is_error: isError });
+    if (this.store.saveResult({ callId: call.id, content, isError }))
+      this.emit({ type: "tool_result", id: call.id, name: call.name, content, is_error: isError });
   }
 
-  private async runChild(run: AgentRunRecord, agentId: string, input: string, call: ToolCall, signal: AbortSignal): Promise<string> {
+  private async runChild(
+    run: AgentRunRecord,
+    agentId: string,
+    input: string,
+    call: ToolCall,
+    signal: AbortSignal,
+  ): Promise<string> {
     const { runChildAgent } = await import("../features/agents/agent-runs.service");
     return runChildAgent(this.env, run.init, agentId, input, call.id, signal);
   }
@@ -285,7 +389,12 @@ export class AgentRunObject extends DurableObject<Env> {
     this.store.finish(status, error, output, Date.now());
     this.controller?.abort();
     const run = this.store.run() as AgentRunRecord;
-    if (status === "completed") this.emit({ type: "final", run_id: run.init.runId, outputs: { [answerOutputName(run.init.definition)]: output ?? "" } });
+    if (status === "completed")
+      this.emit({
+        type: "final",
+        run_id: run.init.runId,
+        outputs: { [answerOutputName(run.init.definition)]: output ?? "" },
+      });
     else this.emit({ type: "error", run_id: run.init.runId, state: status, error: error ?? status });
     this.emit(null);
   }
@@ -317,7 +426,14 @@ export class AgentRunObject extends DurableObject<Env> {
       await writeRunIndex(this.env, run);
       if (run.indexPending) this.store.setIndexPending(false);
     } catch (error) {
-      console.error(JSON.stringify({ level: "error", where: "agent run index", runId: run.init.runId, error: error instanceof Error ? error.message : String(error) }));
+      console.error(
+        JSON.stringify({
+          level: "error",
+          where: "agent run index",
+          runId: run.init.runId,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      );
       this.store.setIndexPending(true);
     }
   }

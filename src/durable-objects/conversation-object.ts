@@ -56,7 +56,13 @@ export interface HistoryTurn {
 }
 
 export type BeginResult =
-  | { ok: true; turnId: string; userMessageId: string; history: HistoryTurn[]; attachments: { name: string; text: string }[] }
+  | {
+      ok: true;
+      turnId: string;
+      userMessageId: string;
+      history: HistoryTurn[];
+      attachments: { name: string; text: string }[];
+    }
   | { ok: false; userMessageId: string; reason: "terminated" | "interrupted" | "deleted" };
 
 export interface CompleteInput {
@@ -134,13 +140,20 @@ export class ConversationObject extends DurableObject<Env> {
     this.sql = ctx.storage.sql;
     // Turns live in memory; after a restart nobody waits on them. A Worker still producing an
     // answer may yet complete its turn (see awaitingReply); until then the message reads as interrupted.
-    ownSchema(ctx, CONVERSATION_SCHEMA, () => this.sql.exec("UPDATE messages SET status = 'failed', error = 'interrupted' WHERE status = 'pending'"));
+    ownSchema(ctx, CONVERSATION_SCHEMA, () =>
+      this.sql.exec("UPDATE messages SET status = 'failed', error = 'interrupted' WHERE status = 'pending'"),
+    );
   }
 
   /** Stores the user's message at once, then waits for every earlier turn before answering. */
   async begin(input: BeginInput): Promise<BeginResult> {
     const userMessageId = newId();
-    this.sql.exec("INSERT INTO messages (id, role, content, status, created_at) VALUES (?, 'user', ?, 'pending', ?)", userMessageId, input.text, new Date().toISOString());
+    this.sql.exec(
+      "INSERT INTO messages (id, role, content, status, created_at) VALUES (?, 'user', ?, 'pending', ?)",
+      userMessageId,
+      input.text,
+      new Date().toISOString(),
+    );
     let release = (): void => undefined;
     const done = new Promise<void>((resolve) => (release = resolve));
     const turn: Turn = { userMessageId, previous: this.tail, release, terminated: false };
@@ -149,19 +162,51 @@ export class ConversationObject extends DurableObject<Env> {
     await turn.previous;
     if (turn.deleted) return { ok: false, userMessageId, reason: "deleted" };
     if (turn.terminated) {
-      this.finish(userMessageId, { content: "", status: "terminated", sources: [], followUpQuestions: [], answeredBy: null, error: "terminated" });
+      this.finish(userMessageId, {
+        content: "",
+        status: "terminated",
+        sources: [],
+        followUpQuestions: [],
+        answeredBy: null,
+        error: "terminated",
+      });
       return { ok: false, userMessageId, reason: "terminated" };
     }
     // A Worker that dies mid-answer must not block the conversation forever.
-    turn.timer = setTimeout(() => this.finish(userMessageId, { content: "", status: "failed", sources: [], followUpQuestions: [], answeredBy: null, error: "the answer took too long" }), input.turnTimeoutMs);
+    turn.timer = setTimeout(
+      () =>
+        this.finish(userMessageId, {
+          content: "",
+          status: "failed",
+          sources: [],
+          followUpQuestions: [],
+          answeredBy: null,
+          error: "the answer took too long",
+        }),
+      input.turnTimeoutMs,
+    );
     const earlier = this.sql
-      .exec<Row>(`SELECT m.role, m.content FROM messages m LEFT JOIN messages u ON u.id = m.reply_to
+      .exec<Row>(
+        `SELECT m.role, m.content FROM messages m LEFT JOIN messages u ON u.id = m.reply_to
         WHERE ${TURN_ORDER} < (SELECT seq FROM messages WHERE id = ?) AND m.status = 'complete' AND m.content != ''
-        ORDER BY ${TURN_ORDER}, m.role = 'assistant'`, userMessageId)
+        ORDER BY ${TURN_ORDER}, m.role = 'assistant'`,
+        userMessageId,
+      )
       .toArray()
-      .map((row): HistoryTurn => ({ role: row.role === "assistant" ? "assistant" : "user", content: String(row.content) }));
-    const attachments = this.sql.exec<Row>("SELECT name, text FROM attachments WHERE text != '' ORDER BY created_at").toArray().map((row) => ({ name: String(row.name), text: String(row.text) }));
-    return { ok: true, turnId: userMessageId, userMessageId, history: cutHistory(earlier, input.historyBudget), attachments };
+      .map(
+        (row): HistoryTurn => ({ role: row.role === "assistant" ? "assistant" : "user", content: String(row.content) }),
+      );
+    const attachments = this.sql
+      .exec<Row>("SELECT name, text FROM attachments WHERE text != '' ORDER BY created_at")
+      .toArray()
+      .map((row) => ({ name: String(row.name), text: String(row.text) }));
+    return {
+      ok: true,
+      turnId: userMessageId,
+      userMessageId,
+      history: cutHistory(earlier, input.historyBudget),
+      attachments,
+    };
   }
 
   /** Whether the turn should keep generating (false once terminated). */
@@ -179,7 +224,8 @@ export class ConversationObject extends DurableObject<Env> {
    */
   async complete(turnId: string, input: CompleteInput): Promise<CompleteResult> {
     const turn = this.turns.get(turnId);
-    if (!turn && !this.awaitingReply(turnId)) return { ok: false, messageId: null, reason: this.hasMessage(turnId) ? "closed" : "deleted" };
+    if (!turn && !this.awaitingReply(turnId))
+      return { ok: false, messageId: null, reason: this.hasMessage(turnId) ? "closed" : "deleted" };
     const status = turn?.terminated && input.status === "complete" ? "terminated" : input.status;
     return { ok: true, messageId: this.finish(turnId, { ...input, status }), status };
   }
@@ -191,7 +237,11 @@ export class ConversationObject extends DurableObject<Env> {
   /** A stored user message with no answer yet (its turn may have been lost to a restart). */
   private awaitingReply(turnId: string): boolean {
     const row = this.sql
-      .exec<Row>("SELECT (SELECT COUNT(*) FROM messages WHERE reply_to = ?) AS replies FROM messages WHERE id = ? AND role = 'user'", turnId, turnId)
+      .exec<Row>(
+        "SELECT (SELECT COUNT(*) FROM messages WHERE reply_to = ?) AS replies FROM messages WHERE id = ? AND role = 'user'",
+        turnId,
+        turnId,
+      )
       .toArray()[0];
     return row !== undefined && Number(row.replies) === 0;
   }
@@ -226,16 +276,31 @@ export class ConversationObject extends DurableObject<Env> {
   }
 
   async read(): Promise<{ messages: StoredMessage[]; attachments: StoredAttachment[] }> {
-    const messages = this.sql.exec<Row>(`SELECT m.* FROM messages m LEFT JOIN messages u ON u.id = m.reply_to ORDER BY ${TURN_ORDER}, m.role = 'assistant'`).toArray().map(toMessage);
+    const messages = this.sql
+      .exec<Row>(
+        `SELECT m.* FROM messages m LEFT JOIN messages u ON u.id = m.reply_to ORDER BY ${TURN_ORDER}, m.role = 'assistant'`,
+      )
+      .toArray()
+      .map(toMessage);
     const attachments = this.sql
       .exec<Row>("SELECT id, name, mime_type, size, object_key, created_at FROM attachments ORDER BY created_at")
       .toArray()
-      .map((row) => ({ id: String(row.id), name: String(row.name), mimeType: String(row.mime_type), size: Number(row.size), objectKey: String(row.object_key), createdAt: String(row.created_at) }));
+      .map((row) => ({
+        id: String(row.id),
+        name: String(row.name),
+        mimeType: String(row.mime_type),
+        size: Number(row.size),
+        objectKey: String(row.object_key),
+        createdAt: String(row.created_at),
+      }));
     return { messages, attachments };
   }
 
   /** Likes or dislikes one of the chatbot's answers in this conversation. */
-  async setFeedback(messageId: string, feedback: "like" | "dislike" | null): Promise<"ok" | "not_found" | "not_an_answer"> {
+  async setFeedback(
+    messageId: string,
+    feedback: "like" | "dislike" | null,
+  ): Promise<"ok" | "not_found" | "not_an_answer"> {
     const row = this.sql.exec<Row>("SELECT role FROM messages WHERE id = ?", messageId).toArray()[0];
     if (!row) return "not_found";
     if (row.role !== "assistant") return "not_an_answer";
@@ -264,7 +329,10 @@ export class ConversationObject extends DurableObject<Env> {
    * object lives on (a late call must find empty tables, not "no such table").
    */
   async destroy(): Promise<string[]> {
-    const keys = this.sql.exec<Row>("SELECT object_key FROM attachments").toArray().map((row) => String(row.object_key));
+    const keys = this.sql
+      .exec<Row>("SELECT object_key FROM attachments")
+      .toArray()
+      .map((row) => String(row.object_key));
     for (const turn of this.turns.values()) {
       turn.terminated = true;
       turn.deleted = true;

@@ -46,7 +46,10 @@ export interface DocumentJob extends IngestJob {
 }
 
 /** Sent back instead of throwing, since a thrown error loses its code across RPC. */
-export type IngestResult = { status: "ready"; chunks: number } | { status: "indexing"; remaining: number } | { status: "failed"; error: string };
+export type IngestResult =
+  | { status: "ready"; chunks: number }
+  | { status: "indexing"; remaining: number }
+  | { status: "failed"; error: string };
 
 /**
  * One per knowledge base. Its SQLite holds the chunks (text, document id, metadata JSON), an FTS5
@@ -71,8 +74,17 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.keywords = new KeywordScorer(ctx.storage);
     this.retriever = new ChunkRetriever(this.sql, this.vectors, this.keywords);
     ownSchema(ctx, KNOWLEDGE_BASE_INDEX_SCHEMA);
-    this.writer = new SmallDocumentWriter({ sql: this.sql, storage: ctx.storage, env, upsertItems: (items) => this.upsertItems(items), queueChunks: (job, reset) => this.queueChunks(job, reset) });
-    this.web = new WebSources(this.sql, env, { ingest: (job, options) => this.ingest(job, options), deleteDocuments: (ids) => this.deleteDocuments(ids) });
+    this.writer = new SmallDocumentWriter({
+      sql: this.sql,
+      storage: ctx.storage,
+      env,
+      upsertItems: (items) => this.upsertItems(items),
+      queueChunks: (job, reset) => this.queueChunks(job, reset),
+    });
+    this.web = new WebSources(this.sql, env, {
+      ingest: (job, options) => this.ingest(job, options),
+      deleteDocuments: (ids) => this.deleteDocuments(ids),
+    });
   }
 
   // ---------- items ----------
@@ -88,10 +100,28 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       let rowid: number;
       if (existing) {
         rowid = existing.rowid;
-        this.sql.exec("UPDATE items SET document_id = ?, position = ?, text = ?, metadata = ?, tokens = ? WHERE rowid = ?", item.documentId, item.position, item.text, JSON.stringify(item.metadata), tokens, rowid);
+        this.sql.exec(
+          "UPDATE items SET document_id = ?, position = ?, text = ?, metadata = ?, tokens = ? WHERE rowid = ?",
+          item.documentId,
+          item.position,
+          item.text,
+          JSON.stringify(item.metadata),
+          tokens,
+          rowid,
+        );
         this.sql.exec("DELETE FROM items_fts WHERE rowid = ?", rowid);
       } else {
-        rowid = this.sql.exec<{ rowid: number }>("INSERT INTO items (id, document_id, position, text, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?) RETURNING rowid", item.id, item.documentId, item.position, item.text, JSON.stringify(item.metadata), tokens).one().rowid;
+        rowid = this.sql
+          .exec<{ rowid: number }>(
+            "INSERT INTO items (id, document_id, position, text, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?) RETURNING rowid",
+            item.id,
+            item.documentId,
+            item.position,
+            item.text,
+            JSON.stringify(item.metadata),
+            tokens,
+          )
+          .one().rowid;
       }
       if (item.text) this.sql.exec("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", rowid, item.text);
       lengths.push({ rowid, tokens });
@@ -141,7 +171,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     const removed: string[] = [];
     this.ctx.storage.transactionSync(() => {
       for (const documentId of documentIds) {
-        const rows = this.sql.exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", documentId).toArray();
+        const rows = this.sql
+          .exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", documentId)
+          .toArray();
         this.deleteRows(rows.map((r) => r.rowid));
         removed.push(...rows.map((r) => r.id));
         this.sql.exec("DELETE FROM pending WHERE document_id = ?", documentId);
@@ -177,11 +209,26 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     if (options.reset && options.total !== undefined) {
       // Capacity is checked before anything is queued, so a refused document leaves nothing behind.
       const limit = maxChunksPerKnowledgeBase(this.env);
-      const held = this.sql.exec<{ n: number }>("SELECT (SELECT count(*) FROM items WHERE document_id IS NOT ? ) + (SELECT count(*) FROM pending WHERE document_id != ?) AS n", job.documentId, job.documentId).one().n;
-      if (held + options.total > limit) return { status: "failed", error: `the knowledge base holds ${held} chunk${held === 1 ? "" : "s"} and this document gives ${options.total}; the limit is ${limit} chunks per knowledge base (KB_MAX_CHUNKS)` };
+      const held = this.sql
+        .exec<{ n: number }>(
+          "SELECT (SELECT count(*) FROM items WHERE document_id IS NOT ? ) + (SELECT count(*) FROM pending WHERE document_id != ?) AS n",
+          job.documentId,
+          job.documentId,
+        )
+        .one().n;
+      if (held + options.total > limit)
+        return {
+          status: "failed",
+          error: `the knowledge base holds ${held} chunk${held === 1 ? "" : "s"} and this document gives ${options.total}; the limit is ${limit} chunks per knowledge base (KB_MAX_CHUNKS)`,
+        };
     }
     this.ctx.storage.transactionSync(() => {
-      if (options.reset && job.replaces?.length) this.sql.exec("INSERT OR REPLACE INTO replacements (document_id, replaces) VALUES (?, ?)", job.documentId, JSON.stringify(job.replaces));
+      if (options.reset && job.replaces?.length)
+        this.sql.exec(
+          "INSERT OR REPLACE INTO replacements (document_id, replaces) VALUES (?, ?)",
+          job.documentId,
+          JSON.stringify(job.replaces),
+        );
       this.queueChunks(job, options.reset);
     });
     if (!options.start) return { status: "indexing", remaining: job.chunks.length };
@@ -200,7 +247,14 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private queueChunks(job: IngestJob, reset: boolean): void {
     if (reset) this.sql.exec("DELETE FROM pending WHERE document_id = ?", job.documentId);
     for (const chunk of job.chunks) {
-      this.sql.exec("INSERT OR REPLACE INTO pending (document_id, position, kb_id, model, chunk) VALUES (?, ?, ?, ?, ?)", job.documentId, chunk.position, job.kbId, job.embeddingModel, JSON.stringify(chunk));
+      this.sql.exec(
+        "INSERT OR REPLACE INTO pending (document_id, position, kb_id, model, chunk) VALUES (?, ?, ?, ?, ?)",
+        job.documentId,
+        chunk.position,
+        job.kbId,
+        job.embeddingModel,
+        JSON.stringify(chunk),
+      );
     }
   }
 
@@ -208,19 +262,29 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   async progress(documentIds: string[]): Promise<{ documentId: string; chunksIndexed: number; chunksTotal: number }[]> {
     return documentIds.map((documentId) => {
       const indexed = this.documentChunkCount(documentId);
-      const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId).one().n;
+      const pending = this.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId)
+        .one().n;
       return { documentId, chunksIndexed: indexed, chunksTotal: indexed + pending };
     });
   }
 
   /** What is not searchable yet: documents with chunks still queued, and those chunks. */
   private indexingBacklog(): { documents: number; chunks: number } {
-    return this.sql.exec<{ documents: number; chunks: number }>("SELECT count(DISTINCT document_id) AS documents, count(*) AS chunks FROM pending").one();
+    return this.sql
+      .exec<{ documents: number; chunks: number }>(
+        "SELECT count(DISTINCT document_id) AS documents, count(*) AS chunks FROM pending",
+      )
+      .one();
   }
 
   private async step(documentId: string): Promise<IngestResult> {
     const rows = this.sql
-      .exec<{ position: number; kb_id: string; model: string; chunk: string }>("SELECT position, kb_id, model, chunk FROM pending WHERE document_id = ? ORDER BY position LIMIT ?", documentId, STEP_CHUNKS)
+      .exec<{ position: number; kb_id: string; model: string; chunk: string }>(
+        "SELECT position, kb_id, model, chunk FROM pending WHERE document_id = ? ORDER BY position LIMIT ?",
+        documentId,
+        STEP_CHUNKS,
+      )
       .toArray();
     if (rows.length === 0) return { status: "ready", chunks: this.documentChunkCount(documentId) };
     try {
@@ -230,8 +294,21 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       const backend = vectorIndexFor(this.env, rows[0].kb_id);
       let replaced: string[] = [];
       this.ctx.storage.transactionSync(() => {
-        this.upsertItems(chunks.map((c, i) => ({ id: c.id, documentId: c.documentId, position: c.position, text: c.text, metadata: c.metadata, values: backend ? undefined : vectors[i] })));
-        this.sql.exec("DELETE FROM pending WHERE document_id = ? AND position <= ?", documentId, rows[rows.length - 1].position);
+        this.upsertItems(
+          chunks.map((c, i) => ({
+            id: c.id,
+            documentId: c.documentId,
+            position: c.position,
+            text: c.text,
+            metadata: c.metadata,
+            values: backend ? undefined : vectors[i],
+          })),
+        );
+        this.sql.exec(
+          "DELETE FROM pending WHERE document_id = ? AND position <= ?",
+          documentId,
+          rows[rows.length - 1].position,
+        );
         replaced = this.dropReplaced(documentId);
       });
       if (backend) await backend.upsert(chunks.map((c, i) => ({ id: c.id, values: vectors[i], metadata: c.metadata })));
@@ -242,8 +319,12 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       this.sql.exec("DELETE FROM replacements WHERE document_id = ?", documentId);
       return { status: "failed", error: `indexing failed: ${message}` };
     }
-    const left = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId).one().n;
-    return left > 0 ? { status: "indexing", remaining: left } : { status: "ready", chunks: this.documentChunkCount(documentId) };
+    const left = this.sql
+      .exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId)
+      .one().n;
+    return left > 0
+      ? { status: "indexing", remaining: left }
+      : { status: "ready", chunks: this.documentChunkCount(documentId) };
   }
 
   /**
@@ -252,13 +333,19 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
    * new one. Answers the chunk ids removed.
    */
   private dropReplaced(documentId: string): string[] {
-    const left = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId).one().n;
-    const row = this.sql.exec<{ replaces: string }>("SELECT replaces FROM replacements WHERE document_id = ?", documentId).toArray()[0];
+    const left = this.sql
+      .exec<{ n: number }>("SELECT count(*) AS n FROM pending WHERE document_id = ?", documentId)
+      .one().n;
+    const row = this.sql
+      .exec<{ replaces: string }>("SELECT replaces FROM replacements WHERE document_id = ?", documentId)
+      .toArray()[0];
     if (left > 0 || !row) return [];
     this.sql.exec("DELETE FROM replacements WHERE document_id = ?", documentId);
     const removed: string[] = [];
     for (const old of JSON.parse(row.replaces) as string[]) {
-      const rows = this.sql.exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", old).toArray();
+      const rows = this.sql
+        .exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", old)
+        .toArray();
       this.deleteRows(rows.map((r) => r.rowid));
       removed.push(...rows.map((r) => r.id));
     }
@@ -288,13 +375,20 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
    */
   override async alarm(): Promise<void> {
     await this.writer.reportFinished();
-    const next = this.sql.exec<{ document_id: string; kb_id: string }>("SELECT document_id, kb_id FROM pending ORDER BY rowid LIMIT 1").toArray()[0];
+    const next = this.sql
+      .exec<{ document_id: string; kb_id: string }>("SELECT document_id, kb_id FROM pending ORDER BY rowid LIMIT 1")
+      .toArray()[0];
     if (next) {
       const result = await this.step(next.document_id);
       // A small document whose batch never committed: its row goes to D1 with the outcome, as the batch would have.
-      const queued = this.sql.exec("SELECT 1 FROM finished WHERE document_id = ?", next.document_id).toArray().length > 0;
+      const queued =
+        this.sql.exec("SELECT 1 FROM finished WHERE document_id = ?", next.document_id).toArray().length > 0;
       if (result.status !== "indexing" && queued) {
-        this.sql.exec("UPDATE finished SET outcome = ? WHERE document_id = ?", JSON.stringify(result), next.document_id);
+        this.sql.exec(
+          "UPDATE finished SET outcome = ? WHERE document_id = ?",
+          JSON.stringify(result),
+          next.document_id,
+        );
         await this.writer.reportFinished();
       } else if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
     } else {
@@ -307,7 +401,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private async scheduleNext(): Promise<void> {
     const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
     if (pending > 0 || this.web.crawling()) return this.ctx.storage.setAlarm(Date.now());
-    const unreported = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM finished WHERE outcome IS NOT NULL").one().n;
+    const unreported = this.sql
+      .exec<{ n: number }>("SELECT count(*) AS n FROM finished WHERE outcome IS NOT NULL")
+      .one().n;
     if (unreported > 0) return this.ctx.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
     const due = this.web.nextDue();
     if (due !== null) await this.ctx.storage.setAlarm(due);

@@ -15,6 +15,8 @@ export const PIPELINE_RUN_SCHEMA: readonly SchemaMigration[] = [
   (sql) => {
     // Whether the D1 run index missed the run's last change. IF NOT EXISTS: objects made before
     // versioning already have it.
-    sql.exec(`CREATE TABLE IF NOT EXISTS index_sync (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), pending INTEGER NOT NULL)`);
+    sql.exec(
+      `CREATE TABLE IF NOT EXISTS index_sync (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), pending INTEGER NOT NULL)`,
+    );
   },
 ];

@@ -11,7 +11,14 @@ import type { NodeSpec } from "../features/pipelines/pipeline-nodes";
 import { executeNode, passThrough } from "../features/pipelines/node-executors";
 import { NodeFailure, nodeServicesProvider, type NodeServices } from "../features/pipelines/pipeline-services";
 import { allDone, FINISHED, planNodes, SETTLED, type NodeState } from "../features/pipelines/run-state";
-import { iso, RunStore, type RunActionResult, type RunInit, type RunRecord, type RunView } from "../features/pipelines/run-store";
+import {
+  iso,
+  RunStore,
+  type RunActionResult,
+  type RunInit,
+  type RunRecord,
+  type RunView,
+} from "../features/pipelines/run-store";
 import { causeChain, logEvent, setIsolateLogLevel } from "../lib/log";
 
 export type { RunActionResult, RunInit, RunView } from "../features/pipelines/run-store";
@@ -88,7 +95,8 @@ export class PipelineRunObject extends DurableObject<Env> {
   async pause(): Promise<RunActionResult> {
     const run = this.store.run();
     if (!run) return { ok: false, status: "missing", error: "run not found" };
-    if (run.status !== "running" && run.status !== "queued") return this.refuse(run, "cannot be paused: only a queued or running run can");
+    if (run.status !== "running" && run.status !== "queued")
+      return this.refuse(run, "cannot be paused: only a queued or running run can");
     // Nodes already executing finish and keep their result; no new node starts.
     this.store.setStatus("paused", null);
     this.notify();
@@ -108,9 +116,14 @@ export class PipelineRunObject extends DurableObject<Env> {
     const states = this.store.nodes();
     const waiting = [...states.values()].filter((s) => s.status === "awaiting_approval");
     const unapproved = waiting.filter((s) => !approvals.includes(s.id)).map((s) => s.id);
-    if (unapproved.length > 0) return this.refuse(run, `is waiting for approval at node ${unapproved.join(", ")}, which this request does not approve`);
+    if (unapproved.length > 0)
+      return this.refuse(
+        run,
+        `is waiting for approval at node ${unapproved.join(", ")}, which this request does not approve`,
+      );
     const now = Date.now();
-    for (const state of waiting) this.store.markCompleted(state.id, passThrough(specOf(run, state.id), { graph: run.graph, states }), now);
+    for (const state of waiting)
+      this.store.markCompleted(state.id, passThrough(specOf(run, state.id), { graph: run.graph, states }), now);
     this.store.setStatus("running", null);
     this.notify();
     await this.ctx.storage.setAlarm(now);
@@ -121,7 +134,8 @@ export class PipelineRunObject extends DurableObject<Env> {
   async terminate(): Promise<RunActionResult> {
     const run = this.store.run();
     if (!run) return { ok: false, status: "missing", error: "run not found" };
-    if (FINISHED.has(run.status)) return this.refuse(run, "cannot be terminated: only a queued, running or paused run can");
+    if (FINISHED.has(run.status))
+      return this.refuse(run, "cannot be terminated: only a queued, running or paused run can");
     this.finishRun("terminated", "terminated by request");
     await this.ctx.storage.deleteAlarm();
     await this.syncIndex();
@@ -224,7 +238,10 @@ export class PipelineRunObject extends DurableObject<Env> {
         continue;
       }
       if (steps >= run.maxSteps) {
-        this.finishRun("failed", `run exceeded its limit of ${run.maxSteps} steps (max_steps) before node ${id} could run`);
+        this.finishRun(
+          "failed",
+          `run exceeded its limit of ${run.maxSteps} steps (max_steps) before node ${id} could run`,
+        );
         await this.syncIndex();
         return true;
       }
@@ -246,7 +263,8 @@ export class PipelineRunObject extends DurableObject<Env> {
     const childRunId = node.type === "pipeline" ? (state.childRunId ?? newId()) : null;
     this.store.markRunning(node.id, childRunId, Date.now());
     const controller = new AbortController();
-    const timeoutMs = node.config.timeout_seconds !== undefined ? node.config.timeout_seconds * 1000 : run.nodeTimeoutMs;
+    const timeoutMs =
+      node.config.timeout_seconds !== undefined ? node.config.timeout_seconds * 1000 : run.nodeTimeoutMs;
     const execution = executeNode(node, {
       auth: run.auth,
       services: this.services,
@@ -288,7 +306,11 @@ export class PipelineRunObject extends DurableObject<Env> {
       return;
     }
     const size = JSON.stringify(outputs ?? {}).length;
-    if (size > MAX_NODE_OUTPUT_BYTES) return this.onNodeFailed(id, new NodeFailure(`node ${id} produced ${size} bytes of output; the limit is ${MAX_NODE_OUTPUT_BYTES}`));
+    if (size > MAX_NODE_OUTPUT_BYTES)
+      return this.onNodeFailed(
+        id,
+        new NodeFailure(`node ${id} produced ${size} bytes of output; the limit is ${MAX_NODE_OUTPUT_BYTES}`),
+      );
     // Paused runs keep the result: pausing stops new nodes, not finished work.
     this.complete(state, outputs ?? {}, Date.now());
     this.changed();
@@ -360,7 +382,12 @@ export class PipelineRunObject extends DurableObject<Env> {
     try {
       await database(this.env)
         .update(pipelineRuns)
-        .set({ status: run.status, error: run.error, updatedAt: new Date().toISOString(), finishedAt: iso(run.finishedAt) })
+        .set({
+          status: run.status,
+          error: run.error,
+          updatedAt: new Date().toISOString(),
+          finishedAt: iso(run.finishedAt),
+        })
         .where(eq(pipelineRuns.id, run.runId));
       if (this.store.indexPending()) this.store.setIndexPending(false);
     } catch (error) {

@@ -5,7 +5,11 @@ import type { DurableObject } from "cloudflare:workers";
  * runtime's own handlers (fetch, alarm, WebSocket events), which are not called over RPC.
  */
 export type RpcSurface<T> = {
-  [K in keyof T as K extends keyof DurableObject ? never : T[K] extends (...args: never[]) => Promise<unknown> ? K : never]: T[K];
+  [K in keyof T as K extends keyof DurableObject
+    ? never
+    : T[K] extends (...args: never[]) => Promise<unknown>
+      ? K
+      : never]: T[K];
 };
 
 /**
@@ -14,6 +18,9 @@ export type RpcSurface<T> = {
  * the `unknown` JSON values Loom's objects hand back (node outputs, chunk metadata) into `never`;
  * what crosses is plain JSON-shaped data, so the class's own signatures are what callers receive.
  */
-export function rpcStub<T extends Rpc.DurableObjectBranded>(namespace: DurableObjectNamespace<T>, name: string): RpcSurface<T> {
+export function rpcStub<T extends Rpc.DurableObjectBranded>(
+  namespace: DurableObjectNamespace<T>,
+  name: string,
+): RpcSurface<T> {
   return namespace.get(namespace.idFromName(name)) as unknown as RpcSurface<T>;
 }

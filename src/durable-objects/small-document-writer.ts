@@ -3,7 +3,11 @@ import type { KbDocumentRow } from "../db/schema/knowledge-bases";
 import { maxChunksPerKnowledgeBase } from "../lib/config";
 import { resolveEmbedder } from "../features/knowledge-bases/embedders";
 import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
-import { recordDocuments, type IndexingOutcome, type StatementSpec } from "../features/knowledge-bases/documents.repository";
+import {
+  recordDocuments,
+  type IndexingOutcome,
+  type StatementSpec,
+} from "../features/knowledge-bases/documents.repository";
 import type { VectorMetadata } from "../features/knowledge-bases/vector-index";
 import { IngestBatcher } from "./ingest-batcher";
 import type { DocumentJob, IngestJob, IngestResult } from "./knowledge-base-index";
@@ -40,7 +44,11 @@ export interface WriterHost {
  */
 export class SmallDocumentWriter {
   /** Concurrent requests' small documents, written one batch (one transaction) at a time. */
-  private readonly batcher = new IngestBatcher<DocumentJob, IngestResult>((jobs) => this.writeDocuments(jobs), (job) => job.chunks.length, STEP_CHUNKS);
+  private readonly batcher = new IngestBatcher<DocumentJob, IngestResult>(
+    (jobs) => this.writeDocuments(jobs),
+    (job) => job.chunks.length,
+    STEP_CHUNKS,
+  );
 
   constructor(private readonly host: WriterHost) {}
 
@@ -54,10 +62,20 @@ export class SmallDocumentWriter {
    */
   async ingest(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
     const limit = maxChunksPerKnowledgeBase(this.host.env);
-    let held = this.host.sql.exec<{ n: number }>("SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM pending) AS n").one().n;
+    let held = this.host.sql
+      .exec<{ n: number }>("SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM pending) AS n")
+      .one().n;
     const outcomes: (IngestResult | undefined)[] = jobs.map((job) => {
-      if (job.chunks.length > STEP_CHUNKS) return { status: "failed", error: `indexing failed: a document sent whole holds at most ${STEP_CHUNKS} chunks` };
-      if (held + job.chunks.length > limit) return { status: "failed", error: `the knowledge base holds ${held} chunk${held === 1 ? "" : "s"} and this document gives ${job.chunks.length}; the limit is ${limit} chunks per knowledge base (KB_MAX_CHUNKS)` };
+      if (job.chunks.length > STEP_CHUNKS)
+        return {
+          status: "failed",
+          error: `indexing failed: a document sent whole holds at most ${STEP_CHUNKS} chunks`,
+        };
+      if (held + job.chunks.length > limit)
+        return {
+          status: "failed",
+          error: `the knowledge base holds ${held} chunk${held === 1 ? "" : "s"} and this document gives ${job.chunks.length}; the limit is ${limit} chunks per knowledge base (KB_MAX_CHUNKS)`,
+        };
       held += job.chunks.length;
       return undefined;
     });
@@ -66,16 +84,26 @@ export class SmallDocumentWriter {
       for (const job of accepted) {
         this.host.queueChunks(job, true);
         // Its row waits beside its chunks (outcome still null), so the alarm can finish both after a restart.
-        this.host.sql.exec("INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, NULL, ?)", job.documentId, JSON.stringify(job.row));
+        this.host.sql.exec(
+          "INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, NULL, ?)",
+          job.documentId,
+          JSON.stringify(job.row),
+        );
       }
       jobs.forEach((job, i) => {
         const refused = outcomes[i];
         if (refused) this.finish(job, refused);
       });
       // The audit entry travels with the request's first document (written, or refused).
-      if (audit && jobs[0]) this.host.sql.exec("INSERT OR REPLACE INTO pending_audits (document_id, audit) VALUES (?, ?)", jobs[0].documentId, JSON.stringify(audit));
+      if (audit && jobs[0])
+        this.host.sql.exec(
+          "INSERT OR REPLACE INTO pending_audits (document_id, audit) VALUES (?, ?)",
+          jobs[0].documentId,
+          JSON.stringify(audit),
+        );
     });
-    if (accepted.length > 0 && (await this.host.storage.getAlarm()) === null) await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
+    if (accepted.length > 0 && (await this.host.storage.getAlarm()) === null)
+      await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
     const written = accepted.length > 0 ? await this.batcher.submit(accepted) : [];
     if (accepted.length < jobs.length) await this.reportFinished();
     let at = 0;
@@ -101,10 +129,22 @@ export class SmallDocumentWriter {
       const backend = vectorIndexFor(this.host.env, jobs[0].kbId);
       results = jobs.map((job) => ({ status: "ready", chunks: job.chunks.length }));
       this.host.storage.transactionSync(() => {
-        this.host.upsertItems(chunks.map((c, i) => ({ id: c.id, documentId: c.documentId, position: c.position, text: c.text, metadata: c.metadata, values: backend ? undefined : vectors[i] })));
+        this.host.upsertItems(
+          chunks.map((c, i) => ({
+            id: c.id,
+            documentId: c.documentId,
+            position: c.position,
+            text: c.text,
+            metadata: c.metadata,
+            values: backend ? undefined : vectors[i],
+          })),
+        );
         jobs.forEach((job, i) => this.finish(job, results[i]));
       });
-      if (backend) await backend.upsert(chunks.map((c, i) => ({ id: c.id, values: Array.from(vectors[i]), metadata: c.metadata })));
+      if (backend)
+        await backend.upsert(
+          chunks.map((c, i) => ({ id: c.id, values: Array.from(vectors[i]), metadata: c.metadata })),
+        );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       results = jobs.map(() => ({ status: "failed", error: `indexing failed: ${message}` }));
@@ -117,16 +157,33 @@ export class SmallDocumentWriter {
   /** Inside a transaction: the document leaves the queue and its D1 row, with how it ended, waits to be written. */
   private finish(job: DocumentJob, outcome: IngestResult): void {
     this.host.sql.exec("DELETE FROM pending WHERE document_id = ?", job.documentId);
-    this.host.sql.exec("INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, ?, ?)", job.documentId, JSON.stringify(outcome), JSON.stringify(job.row));
+    this.host.sql.exec(
+      "INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, ?, ?)",
+      job.documentId,
+      JSON.stringify(outcome),
+      JSON.stringify(job.row),
+    );
   }
 
   /** Writes finished documents' rows and their requests' audit entries to D1 in one batch; what fails stays for the alarm. */
   async reportFinished(): Promise<void> {
-    const rows = this.host.sql.exec<{ document_id: string; outcome: string; row: string; audit: string | null }>("SELECT f.document_id, f.outcome, f.row, a.audit FROM finished f LEFT JOIN pending_audits a USING (document_id) WHERE f.outcome IS NOT NULL LIMIT ?", REPORT_ROWS).toArray();
+    const rows = this.host.sql
+      .exec<{ document_id: string; outcome: string; row: string; audit: string | null }>(
+        "SELECT f.document_id, f.outcome, f.row, a.audit FROM finished f LEFT JOIN pending_audits a USING (document_id) WHERE f.outcome IS NOT NULL LIMIT ?",
+        REPORT_ROWS,
+      )
+      .toArray();
     if (rows.length === 0) return;
     try {
       const audits = rows.flatMap((r) => (r.audit ? [JSON.parse(r.audit) as StatementSpec] : []));
-      await recordDocuments(this.host.env, rows.map((r) => ({ row: JSON.parse(r.row) as KbDocumentRow, outcome: JSON.parse(r.outcome) as IndexingOutcome })), audits);
+      await recordDocuments(
+        this.host.env,
+        rows.map((r) => ({
+          row: JSON.parse(r.row) as KbDocumentRow,
+          outcome: JSON.parse(r.outcome) as IndexingOutcome,
+        })),
+        audits,
+      );
     } catch (error) {
       console.error("recording indexed documents in D1 failed; the alarm retries", error);
       await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);

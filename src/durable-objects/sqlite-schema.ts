@@ -9,8 +9,12 @@ const VERSION_TABLE = "schema_version";
 
 /** The version this object's storage is at (0: nothing applied, or storage just wiped). */
 function storedVersion(sql: SqlStorage): number {
-  sql.exec(`CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), version INTEGER NOT NULL)`);
-  return sql.exec<{ version: number }>(`SELECT version FROM ${VERSION_TABLE} WHERE singleton = 1`).toArray()[0]?.version ?? 0;
+  sql.exec(
+    `CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), version INTEGER NOT NULL)`,
+  );
+  return (
+    sql.exec<{ version: number }>(`SELECT version FROM ${VERSION_TABLE} WHERE singleton = 1`).toArray()[0]?.version ?? 0
+  );
 }
 
 /**
@@ -22,7 +26,8 @@ export function applyMigrations(storage: DurableObjectStorage, migrations: reado
   const current = storedVersion(storage.sql);
   // A newer schema than this code knows means an older build runs over newer data: refuse
   // rather than write rows the newer schema would misread.
-  if (current > migrations.length) throw new Error(`storage schema version ${current} is newer than this code's ${migrations.length}`);
+  if (current > migrations.length)
+    throw new Error(`storage schema version ${current} is newer than this code's ${migrations.length}`);
   if (current === migrations.length) return;
   storage.transactionSync(() => {
     for (const migration of migrations.slice(current)) migration(storage.sql);
@@ -38,7 +43,11 @@ export function applyMigrations(storage: DurableObjectStorage, migrations: reado
  * as Cloudflare advises for schema setup in the constructor, so no RPC sees a half-made schema.
  * `afterwards` is start-up work that needs the schema (repairing rows a restart left behind).
  */
-export function ownSchema(ctx: DurableObjectState, migrations: readonly SchemaMigration[], afterwards?: () => void): void {
+export function ownSchema(
+  ctx: DurableObjectState,
+  migrations: readonly SchemaMigration[],
+  afterwards?: () => void,
+): void {
   void ctx.blockConcurrencyWhile(async () => {
     applyMigrations(ctx.storage, migrations);
     afterwards?.();

@@ -49,7 +49,8 @@ function isFilePart(value: unknown): boolean {
 /** Sets `value` at a dotted path, turning repeated keys into arrays and merging objects. */
 function setPath(target: Json, dotted: string, value: unknown): void {
   const parts = dotted.split(".");
-  if (parts.some((p) => p === "" || FORBIDDEN_KEYS.has(p))) throw badRequest(`invalid field name: ${dotted.slice(0, 100)}`);
+  if (parts.some((p) => p === "" || FORBIDDEN_KEYS.has(p)))
+    throw badRequest(`invalid field name: ${dotted.slice(0, 100)}`);
   if (parts.length > MAX_JSON_DEPTH) throw badRequest(`request body nests deeper than ${MAX_JSON_DEPTH} levels`);
   let node = target;
   for (const part of parts.slice(0, -1)) {
@@ -94,7 +95,8 @@ export function jsonShapeProblem(value: unknown): string | null {
     if (typeof node !== "object" || node === null) continue;
     if (depth >= MAX_JSON_DEPTH) return `nests deeper than ${MAX_JSON_DEPTH} levels`;
     if (!Array.isArray(node) && Object.hasOwn(node, "__proto__")) return "has a field named __proto__";
-    for (const child of Object.values(node)) if (typeof child === "object" && child !== null) pending.push([child, depth + 1]);
+    for (const child of Object.values(node))
+      if (typeof child === "object" && child !== null) pending.push([child, depth + 1]);
   }
   return null;
 }
@@ -172,7 +174,9 @@ function checkedShape(body: Json): Json {
 function refuseJsonSentAsForm(buffer: Uint8Array): void {
   const text = new TextDecoder().decode(buffer).trim();
   if (!text.startsWith("{") || !isPlainObject(tryParseJson(text))) return;
-  throw badRequest("the body is JSON but was sent as a form (content-type: application/x-www-form-urlencoded, which curl -d sets); send it with the header content-type: application/json");
+  throw badRequest(
+    "the body is JSON but was sent as a form (content-type: application/x-www-form-urlencoded, which curl -d sets); send it with the header content-type: application/json",
+  );
 }
 
 /**

@@ -100,7 +100,9 @@ export async function decryptSecret(sealed: string, keySecret: string): Promise<
 
 /** HMAC-SHA256 of `message` with `secret`, hex encoded. Used for signed visitor sessions and webhooks. */
 export async function hmacSha256Hex(secret: string, message: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
   const signature = await crypto.subtle.sign("HMAC", key, encoder.encode(message));
   return toHex(new Uint8Array(signature));
 }

@@ -48,7 +48,8 @@ function capped(body: ReadableStream<Uint8Array>, maxBytes: number, host: string
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         total += chunk.byteLength;
-        if (total > maxBytes) controller.error(new EgressError(`the answer from ${host} exceeded ${maxBytes} bytes`, "too_large"));
+        if (total > maxBytes)
+          controller.error(new EgressError(`the answer from ${host} exceeded ${maxBytes} bytes`, "too_large"));
         else controller.enqueue(chunk);
       },
     }),
@@ -95,7 +96,11 @@ export async function egressFetch(raw: string, init: RequestInit, options: Egres
 }
 
 /** egressFetch, also answering the URL the final response came from (after redirects). */
-export async function egressExchange(raw: string, init: RequestInit, options: EgressOptions): Promise<{ response: Response; url: URL }> {
+export async function egressExchange(
+  raw: string,
+  init: RequestInit,
+  options: EgressOptions,
+): Promise<{ response: Response; url: URL }> {
   const doFetch: FetchLike = options.fetch ?? ((input, requestInit) => fetch(input, requestInit));
   const signal = linkedSignal(init.signal, options.timeoutMs);
   const timedOut = (): boolean => options.timeoutMs !== undefined && Boolean(signal?.aborted) && !init.signal?.aborted;
@@ -106,7 +111,8 @@ export async function egressExchange(raw: string, init: RequestInit, options: Eg
     try {
       response = await doFetch(url.toString(), { ...hopInit, redirect: "manual", ...(signal ? { signal } : {}) });
     } catch (error) {
-      if (timedOut()) throw new EgressError(`fetching ${url.hostname} timed out after ${options.timeoutMs} ms`, "timed_out");
+      if (timedOut())
+        throw new EgressError(`fetching ${url.hostname} timed out after ${options.timeoutMs} ms`, "timed_out");
       throw error;
     }
     const location = response.status >= 300 && response.status < 400 ? response.headers.get("location") : null;
@@ -117,16 +123,28 @@ export async function egressExchange(raw: string, init: RequestInit, options: Eg
         throw new EgressError(`the answer from ${url.hostname} exceeded ${options.maxBytes} bytes`, "too_large");
       }
       if (!response.body || [101, 204, 205, 304].includes(response.status)) return { response, url };
-      return { response: new Response(capped(response.body, options.maxBytes, url.hostname), { status: response.status, statusText: response.statusText, headers: response.headers }), url };
+      return {
+        response: new Response(capped(response.body, options.maxBytes, url.hostname), {
+          status: response.status,
+          statusText: response.statusText,
+          headers: response.headers,
+        }),
+        url,
+      };
     }
     await response.body?.cancel();
-    if (hop >= (options.maxRedirects ?? DEFAULT_MAX_REDIRECTS)) throw new EgressError(`${url.hostname} redirected too many times`, "too_many_redirects");
+    if (hop >= (options.maxRedirects ?? DEFAULT_MAX_REDIRECTS))
+      throw new EgressError(`${url.hostname} redirected too many times`, "too_many_redirects");
     let next: URL;
     try {
       next = checkUrl(resolveLocation(location, url), options.rules);
     } catch (error) {
       if (!(error instanceof BlockedUrlError)) throw error;
-      throw new EgressError(`${url.hostname} answered ${response.status} with a redirect Loom refused to follow (${error.reason})`, "redirect_refused", error);
+      throw new EgressError(
+        `${url.hostname} answered ${response.status} with a redirect Loom refused to follow (${error.reason})`,
+        "redirect_refused",
+        error,
+      );
     }
     hopInit = redirectedInit(hopInit, response.status, next.origin === url.origin);
     url = next;
@@ -149,7 +167,13 @@ export const INGESTION_USER_AGENT = "Loom/0.1 (knowledge-base ingestion)";
  */
 export async function guardedFetch(
   raw: string,
-  options: ({ allowHosts: readonly string[] } | { rules: UrlRules }) & { maxBytes: number; timeoutMs: number; maxRedirects?: number; fetch?: FetchFunction; headers?: Record<string, string> },
+  options: ({ allowHosts: readonly string[] } | { rules: UrlRules }) & {
+    maxBytes: number;
+    timeoutMs: number;
+    maxRedirects?: number;
+    fetch?: FetchFunction;
+    headers?: Record<string, string>;
+  },
 ): Promise<GuardedResponse & { url: string }> {
   const rules: UrlRules = "rules" in options ? options.rules : { allowHosts: options.allowHosts };
   const url = checkUrl(raw, rules);
@@ -157,15 +181,31 @@ export async function guardedFetch(
     const { response, url: finalUrl } = await egressExchange(
       raw,
       { headers: { "user-agent": INGESTION_USER_AGENT, ...options.headers } },
-      { rules, maxBytes: options.maxBytes, timeoutMs: options.timeoutMs, maxRedirects: options.maxRedirects, fetch: options.fetch },
+      {
+        rules,
+        maxBytes: options.maxBytes,
+        timeoutMs: options.timeoutMs,
+        maxRedirects: options.maxRedirects,
+        fetch: options.fetch,
+      },
     );
     const body = new Uint8Array(await response.arrayBuffer());
-    return { status: response.status, contentType: response.headers.get("content-type") ?? "", body, url: finalUrl.toString() };
+    return {
+      status: response.status,
+      contentType: response.headers.get("content-type") ?? "",
+      body,
+      url: finalUrl.toString(),
+    };
   } catch (error) {
-    if (error instanceof EgressError && error.reason === "too_large") throw new AppError("payload_too_large", `the fetched resource exceeds ${options.maxBytes} bytes`);
+    if (error instanceof EgressError && error.reason === "too_large")
+      throw new AppError("payload_too_large", `the fetched resource exceeds ${options.maxBytes} bytes`);
     if (error instanceof EgressError && error.blocked) throw error.blocked;
-    if (error instanceof EgressError && error.reason === "too_many_redirects") throw new BlockedUrlError("too many redirects");
+    if (error instanceof EgressError && error.reason === "too_many_redirects")
+      throw new BlockedUrlError("too many redirects");
     if (error instanceof AppError) throw error;
-    throw new AppError("provider_failed", `fetching ${url.hostname} failed: ${error instanceof Error ? error.message : "network error"}`);
+    throw new AppError(
+      "provider_failed",
+      `fetching ${url.hostname} failed: ${error instanceof Error ? error.message : "network error"}`,
+    );
   }
 }

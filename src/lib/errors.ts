@@ -34,7 +34,11 @@ export class AppError extends Error {
   /** Sent as `Retry-After` (seconds), so a throttled client knows when to come back. */
   readonly retryAfterSeconds?: number;
 
-  constructor(code: ErrorCode, message: string, options: { issues?: ValidationIssue[]; rawBody?: Record<string, unknown>; retryAfterSeconds?: number } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { issues?: ValidationIssue[]; rawBody?: Record<string, unknown>; retryAfterSeconds?: number } = {},
+  ) {
     super(message);
     this.name = "AppError";
     this.code = code;
@@ -52,7 +56,8 @@ export const badRequest = (message: string): AppError => new AppError("bad_reque
 export const notFound = (what: string): AppError => new AppError("not_found", `${what} not found`);
 export const forbidden = (message: string): AppError => new AppError("forbidden", message);
 export const conflict = (message: string): AppError => new AppError("conflict", message);
-export const rateLimited = (message: string, retryAfterSeconds: number): AppError => new AppError("rate_limited", message, { retryAfterSeconds });
+export const rateLimited = (message: string, retryAfterSeconds: number): AppError =>
+  new AppError("rate_limited", message, { retryAfterSeconds });
 
 /**
  * A Group B input the schema alone cannot judge (an unknown role, a body naming no record):

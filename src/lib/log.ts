@@ -16,7 +16,12 @@ export function logThreshold(configured: string | undefined): number {
   return name in RANK ? RANK[name as LogLevel | "off"] : RANK[DEFAULT_LOG_LEVEL];
 }
 
-export function log(configured: string | undefined, level: LogLevel, event: string, fields: Record<string, unknown>): void {
+export function log(
+  configured: string | undefined,
+  level: LogLevel,
+  event: string,
+  fields: Record<string, unknown>,
+): void {
   if (RANK[level] < logThreshold(configured)) return;
   const line = JSON.stringify({ level, event, ...fields });
   if (level === "error") console.error(line);

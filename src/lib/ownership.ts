@@ -30,7 +30,8 @@ export function assertCanCreate(auth: AuthContext): void {
 
 export function assertWritable(record: OwnedRecord, auth: AuthContext, what: string): void {
   assertCanCreate(auth);
-  if (record.ownerId !== auth.userId && !hasRole(auth, "admin")) throw new AppError("forbidden", `only the ${what}'s owner or an admin can change it`);
+  if (record.ownerId !== auth.userId && !hasRole(auth, "admin"))
+    throw new AppError("forbidden", `only the ${what}'s owner or an admin can change it`);
 }
 
 /** `?id=` or `?name=` (with the optional owner `username` and `org_name`), as every fetch route takes. */
@@ -58,7 +59,11 @@ export async function resolveFetchTarget(env: Env, auth: AuthContext, query: Fet
   if (!query.name) throw badRequest("Either id or name must be provided");
   const db = database(env);
   if (query.org_name) {
-    const org = await db.select({ id: organizations.id }).from(organizations).where(eq(organizations.name, query.org_name)).limit(1);
+    const org = await db
+      .select({ id: organizations.id })
+      .from(organizations)
+      .where(eq(organizations.name, query.org_name))
+      .limit(1);
     if (org[0]?.id !== auth.orgId) throw notFound("record");
   }
   if (!query.username) return { name: query.name, ownerId: auth.userId };
@@ -68,7 +73,11 @@ export async function resolveFetchTarget(env: Env, auth: AuthContext, query: Fet
     .where(and(eq(users.orgId, auth.orgId), eq(users.username, query.username)))
     .limit(1);
   if (!owner[0]) {
-    const byEmail = await db.select({ id: users.id }).from(users).where(and(eq(users.orgId, auth.orgId), eq(users.email, query.username.toLowerCase()))).limit(1);
+    const byEmail = await db
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.orgId, auth.orgId), eq(users.email, query.username.toLowerCase())))
+      .limit(1);
     if (!byEmail[0]) throw notFound("record");
     return { name: query.name, ownerId: byEmail[0].id };
   }
@@ -91,5 +100,13 @@ export interface OwnedRow extends OwnedRecord {
 
 /** The fields every owned record shows, named as CONTRACT.md names them; each kind adds its own. */
 export function ownedRecordFields(row: OwnedRow) {
-  return { _id: row.id, name: row.name, description: row.description, ownerId: row.ownerId, orgId: row.orgId, createdAt: row.createdAt, updatedAt: row.updatedAt };
+  return {
+    _id: row.id,
+    name: row.name,
+    description: row.description,
+    ownerId: row.ownerId,
+    orgId: row.orgId,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
 }

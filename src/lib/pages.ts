@@ -13,7 +13,8 @@ export function escapeHtml(value: string): string {
 export type FrameAncestors = "none" | "any" | string[];
 
 export function contentSecurityPolicy(frameAncestors: FrameAncestors): string {
-  const ancestors = frameAncestors === "none" ? "'none'" : frameAncestors === "any" ? "*" : ["'self'", ...frameAncestors].join(" ");
+  const ancestors =
+    frameAncestors === "none" ? "'none'" : frameAncestors === "any" ? "*" : ["'self'", ...frameAncestors].join(" ");
   return [
     "default-src 'none'",
     "script-src 'self'",
@@ -36,7 +37,14 @@ export function wantsHtml(accept: string | undefined): boolean {
   return html >= 0 && (json < 0 || html < json);
 }
 
-export function htmlPage(input: { title: string; body: string; status?: number; frameAncestors: FrameAncestors; scripts?: string[]; styles?: string[] }): Response {
+export function htmlPage(input: {
+  title: string;
+  body: string;
+  status?: number;
+  frameAncestors: FrameAncestors;
+  scripts?: string[];
+  styles?: string[];
+}): Response {
   const head = [
     '<meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',

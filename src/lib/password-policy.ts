@@ -17,7 +17,10 @@ export const zNewPassword = () =>
     .min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`)
     .max(MAX_PASSWORD_LENGTH, `must be at most ${MAX_PASSWORD_LENGTH} characters`)
     .refine((password) => password.trim().length > 0, "must not be only spaces")
-    .refine((password) => new Set(password.toLowerCase()).size >= MIN_DISTINCT_CHARACTERS, `must use at least ${MIN_DISTINCT_CHARACTERS} different characters`)
+    .refine(
+      (password) => new Set(password.toLowerCase()).size >= MIN_DISTINCT_CHARACTERS,
+      `must use at least ${MIN_DISTINCT_CHARACTERS} different characters`,
+    )
     .openapi({ description: `At least ${MIN_PASSWORD_LENGTH} characters, not blank, not a commonly used password.` });
 
 let common: Promise<Set<string>> | undefined;
@@ -28,7 +31,9 @@ let common: Promise<Set<string>> | undefined;
  * unpacking it costs tens of milliseconds that requests which never set a password should not pay.
  */
 function commonPasswords(): Promise<Set<string>> {
-  common ??= import("@zxcvbn-ts/language-common").then(({ dictionary }) => new Set(dictionary["passwords-common"].filter((entry) => entry.length >= 4)));
+  common ??= import("@zxcvbn-ts/language-common").then(
+    ({ dictionary }) => new Set(dictionary["passwords-common"].filter((entry) => entry.length >= 4)),
+  );
   return common;
 }
 
@@ -44,7 +49,13 @@ export async function isCommonPassword(password: string): Promise<boolean> {
 export async function assertPasswordNotCommon(password: string): Promise<void> {
   if (await isCommonPassword(password)) {
     throw new AppError("validation", "request validation failed", {
-      issues: [{ loc: ["body", "password"], msg: "is too common: it appears in lists of leaked passwords; choose another", type: "password_too_common" }],
+      issues: [
+        {
+          loc: ["body", "password"],
+          msg: "is too common: it appears in lists of leaked passwords; choose another",
+          type: "password_too_common",
+        },
+      ],
     });
   }
 }

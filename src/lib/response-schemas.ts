@@ -20,9 +20,15 @@ export function successWith<K extends string, S extends z.ZodType>(key: K, schem
 }
 
 /** Group A's records are untyped JSON objects in the seed (`object`, `objects`); their envelopes are typed. */
-const GroupARecord = z.record(z.string(), z.unknown()).openapi("GroupARecord", { description: "A record as JSON; its fields depend on the resource." });
+const GroupARecord = z
+  .record(z.string(), z.unknown())
+  .openapi("GroupARecord", { description: "A record as JSON; its fields depend on the resource." });
 export const CreatedId = z.object({ status: z.literal("success"), id: z.string() }).openapi("CreatedId");
 export const FetchedObject = z.object({ status: z.literal("success"), object: GroupARecord }).openapi("FetchedObject");
 export const ObjectList = z
-  .object({ status: z.literal("success"), object_ids: z.array(z.string()), objects: z.array(GroupARecord).openapi({ description: "Empty unless verbose=true" }) })
+  .object({
+    status: z.literal("success"),
+    object_ids: z.array(z.string()),
+    objects: z.array(GroupARecord).openapi({ description: "Empty unless verbose=true" }),
+  })
   .openapi("ObjectList");

@@ -7,10 +7,14 @@ export const GroupAError = z
   .openapi("GroupAError", { description: "A failed Group A (/v1) request." });
 
 /** Group A's 401: the bare `{error}` body the seed's clients read. */
-export const Unauthorized = z.object({ error: z.string() }).openapi("Unauthorized", { description: "Missing or invalid API key (Group A)." });
+export const Unauthorized = z
+  .object({ error: z.string() })
+  .openapi("Unauthorized", { description: "Missing or invalid API key (Group A)." });
 
 /** Group B's error envelope: a sentence in `detail`. */
-export const GroupBError = z.object({ detail: z.string() }).openapi("GroupBError", { description: "A failed Group B request." });
+export const GroupBError = z
+  .object({ detail: z.string() })
+  .openapi("GroupBError", { description: "A failed Group B request." });
 
 const ValidationError = z
   .object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() })
@@ -57,7 +61,8 @@ export function errorResponses(facts: ResponseFacts): Record<string, Documented>
   const add = (status: number, description?: string): void => {
     if (!statuses.has(status)) statuses.set(status, description ?? GENERIC[status] ?? "Error");
   };
-  for (const [status, description] of Object.entries(facts.extra)) if (Number(status) >= 400) add(Number(status), description);
+  for (const [status, description] of Object.entries(facts.extra))
+    if (Number(status) >= 400) add(Number(status), description);
   if (facts.authenticated) {
     add(401);
     add(429);

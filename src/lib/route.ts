@@ -59,7 +59,9 @@ export interface RouteSpec<
  * What a handler may return: a JSON reply whose body matches the declared success schema, or
  * (streams and files, routes without a schema) any Response.
  */
-export type RouteReply<R> = R extends z.ZodType ? Response & TypedResponse<JSONParsed<z.input<R>>, ContentfulStatusCode, "json"> : Response;
+export type RouteReply<R> = R extends z.ZodType
+  ? Response & TypedResponse<JSONParsed<z.input<R>>, ContentfulStatusCode, "json">
+  : Response;
 
 declare const streamed: unique symbol;
 /** A streamed or file reply of a route that otherwise answers JSON: marked, so it is never a JSON reply by accident. */
@@ -79,7 +81,11 @@ const BODY_TYPES_A = ["application/json", "multipart/form-data", "application/x-
 const BODY_TYPES_B = ["application/x-www-form-urlencoded", "multipart/form-data", "application/json"] as const;
 
 function toIssues(error: z.ZodError, where: string): ValidationIssue[] {
-  return error.issues.map((issue) => ({ loc: [where, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))], msg: issue.message, type: issue.code }));
+  return error.issues.map((issue) => ({
+    loc: [where, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))],
+    msg: issue.message,
+    type: issue.code,
+  }));
 }
 
 /** Group A names the failing field in one sentence; Group B answers 422 with every issue. */
@@ -91,7 +97,12 @@ function validationError(group: RouteGroup, issues: ValidationIssue[]): AppError
   return new AppError("bad_request", message);
 }
 
-function validate<S extends z.ZodType | undefined>(schema: S, value: unknown, where: string, group: RouteGroup): Infer<S> {
+function validate<S extends z.ZodType | undefined>(
+  schema: S,
+  value: unknown,
+  where: string,
+  group: RouteGroup,
+): Infer<S> {
   if (!schema) return {} as Infer<S>;
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(group, toIssues(result.error, where));
@@ -107,13 +118,17 @@ function queryObject(c: Context<AppBindings>): Record<string, string | string[]>
 
 /** The declared success status; a 2xx listed under `responses` names it too. */
 function successStatusOf(spec: { successStatus?: number; responses?: Record<number, string> }): number {
-  const listed = Object.keys(spec.responses ?? {}).map(Number).find((status) => status >= 200 && status < 300);
+  const listed = Object.keys(spec.responses ?? {})
+    .map(Number)
+    .find((status) => status >= 200 && status < 300);
   return spec.successStatus ?? listed ?? 200;
 }
 
 /** The success body's content types: its JSON schema, SSE for streams, the file's type for files. */
 /** Group A's note of body fields it ignored (src/middleware/warnings.ts), on any success object. */
-const Warnings = z.array(z.string()).openapi({ description: "Body fields the route ignored (unknown field X ignored); only when there were any" });
+const Warnings = z
+  .array(z.string())
+  .openapi({ description: "Body fields the route ignored (unknown field X ignored); only when there were any" });
 
 const withWarningsCache = new WeakMap<z.ZodType, z.ZodType>();
 
@@ -127,18 +142,26 @@ function withWarnings(schema: z.ZodType): z.ZodType {
   if (cached) return cached;
   let out: z.ZodType = schema;
   if (schema instanceof z.ZodObject) out = schema.extend({ warnings: Warnings.optional() });
-  else if (schema instanceof z.ZodUnion) out = z.union((schema.options as readonly z.ZodType[]).map(withWarnings) as [z.ZodType, z.ZodType, ...z.ZodType[]]);
+  else if (schema instanceof z.ZodUnion)
+    out = z.union((schema.options as readonly z.ZodType[]).map(withWarnings) as [z.ZodType, z.ZodType, ...z.ZodType[]]);
   const name = getRefId(schema);
   if (name && out !== schema) out = out.openapi(`${name}WithWarnings`);
   withWarningsCache.set(schema, out);
   return out;
 }
 
-function successContent(spec: { group: RouteGroup; body?: unknown; response?: z.ZodType; streams?: boolean; produces?: string }): Record<string, { schema: z.ZodType }> {
+function successContent(spec: {
+  group: RouteGroup;
+  body?: unknown;
+  response?: z.ZodType;
+  streams?: boolean;
+  produces?: string;
+}): Record<string, { schema: z.ZodType }> {
   const content: Record<string, { schema: z.ZodType }> = {};
   const response = spec.response && spec.group === "A" && spec.body ? withWarnings(spec.response) : spec.response;
   content["application/json"] = { schema: response ?? z.record(z.string(), z.unknown()) };
-  if (spec.streams) content["text/event-stream"] = { schema: z.string().openapi({ description: "Server-sent events" }) };
+  if (spec.streams)
+    content["text/event-stream"] = { schema: z.string().openapi({ description: "Server-sent events" }) };
   if (spec.produces) {
     if (!response) delete content["application/json"];
     content[spec.produces] = { schema: z.string().openapi({ format: "binary" }) };
@@ -161,11 +184,15 @@ export function defineRoute<
 >(
   app: OpenAPIHono<AppBindings>,
   spec: RouteSpec<P, Q, B, R>,
-  handler: (c: Context<AppBindings>, input: RouteInput<P, Q, B>) => RouteReply<R> | StreamReply | Promise<RouteReply<R> | StreamReply>,
+  handler: (
+    c: Context<AppBindings>,
+    input: RouteInput<P, Q, B>,
+  ) => RouteReply<R> | StreamReply | Promise<RouteReply<R> | StreamReply>,
 ): void {
   const openApiPath = spec.path.replace(/:([A-Za-z_]+)/g, "{$1}");
   const bodyTypes = spec.group === "A" ? BODY_TYPES_A : BODY_TYPES_B;
-  const maxBodyBytes = spec.maxBodyBytes ?? (spec.body ? (spec.auth === "none" ? MAX_ANONYMOUS_BODY_BYTES : MAX_BODY_BYTES) : undefined);
+  const maxBodyBytes =
+    spec.maxBodyBytes ?? (spec.body ? (spec.auth === "none" ? MAX_ANONYMOUS_BODY_BYTES : MAX_BODY_BYTES) : undefined);
   const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {
     ...errorResponses({
       group: spec.group,
@@ -173,7 +200,10 @@ export function defineRoute<
       hasRole: spec.minRole !== undefined,
       hasInput: Boolean(spec.body || spec.query || spec.params),
       hasBody: maxBodyBytes !== undefined,
-      extra: maxBodyBytes === undefined ? (spec.responses ?? {}) : { 413: `Request body over ${maxBodyBytes} bytes`, ...spec.responses },
+      extra:
+        maxBodyBytes === undefined
+          ? (spec.responses ?? {})
+          : { 413: `Request body over ${maxBodyBytes} bytes`, ...spec.responses },
     }),
     [successStatusOf(spec)]: { description: "Success", content: successContent(spec) },
   };
@@ -188,7 +218,9 @@ export function defineRoute<
     request: {
       params: spec.params,
       query: spec.query,
-      body: spec.body ? { content: Object.fromEntries(bodyTypes.map((type) => [type, { schema: spec.body as z.ZodType }])) } : undefined,
+      body: spec.body
+        ? { content: Object.fromEntries(bodyTypes.map((type) => [type, { schema: spec.body as z.ZodType }])) }
+        : undefined,
     },
     responses,
   });
@@ -210,7 +242,11 @@ export function defineRoute<
     const rawBody = spec.body ? await parseBodyBytes(cappedBody(c), c.req.header("content-type") ?? "") : {};
     const body = spec.body ? validate(spec.body, rawBody, "body", spec.group) : ({} as Infer<B>);
     // Group A answers as before, plus a warning per field it dropped (src/middleware/warnings.ts).
-    if (spec.body && spec.group === "A") c.set("warnings", unknownFields(spec.body, rawBody).map((field) => `unknown field ${field} ignored`));
+    if (spec.body && spec.group === "A")
+      c.set(
+        "warnings",
+        unknownFields(spec.body, rawBody).map((field) => `unknown field ${field} ignored`),
+      );
     return handler(c, { params, query, body } as RouteInput<P, Q, B>);
   });
 }

@@ -24,12 +24,20 @@ export function runtimeAsset(env: Pick<Env, "ASSETS">, path: string): Promise<Ar
 }
 
 async function fetchAsset(env: Pick<Env, "ASSETS">, path: string): Promise<ArrayBuffer> {
-  if (!path.startsWith(RUNTIME_ASSET_PREFIX)) throw new Error(`runtime assets live under ${RUNTIME_ASSET_PREFIX}: ${path}`);
-  if (!env.ASSETS) throw new AppError("unavailable", `Loom's static assets are not bound (ASSETS, wrangler.toml [assets]); ${path} is read from them`);
+  if (!path.startsWith(RUNTIME_ASSET_PREFIX))
+    throw new Error(`runtime assets live under ${RUNTIME_ASSET_PREFIX}: ${path}`);
+  if (!env.ASSETS)
+    throw new AppError(
+      "unavailable",
+      `Loom's static assets are not bound (ASSETS, wrangler.toml [assets]); ${path} is read from them`,
+    );
   const response = await env.ASSETS.fetch(new Request(`https://assets.local${path}`));
   if (!response.ok) {
     await response.body?.cancel();
-    throw new AppError("unavailable", `static asset ${path} is missing (${response.status}); run npm run build before deploying`);
+    throw new AppError(
+      "unavailable",
+      `static asset ${path} is missing (${response.status}); run npm run build before deploying`,
+    );
   }
   return response.arrayBuffer();
 }

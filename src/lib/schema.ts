@@ -25,10 +25,16 @@ export const zBool = () =>
   );
 
 export const zInt = (min: number, max: number) =>
-  z.preprocess((v) => fromFormText(v, (t) => (t === "" ? undefined : /^-?\d+$/.test(t) ? Number(t) : t)), z.number().int().min(min).max(max));
+  z.preprocess(
+    (v) => fromFormText(v, (t) => (t === "" ? undefined : /^-?\d+$/.test(t) ? Number(t) : t)),
+    z.number().int().min(min).max(max),
+  );
 
 export const zNumber = (min: number, max: number) =>
-  z.preprocess((v) => fromFormText(v, (t) => (t === "" ? undefined : Number.isFinite(Number(t)) ? Number(t) : t)), z.number().min(min).max(max));
+  z.preprocess(
+    (v) => fromFormText(v, (t) => (t === "" ? undefined : Number.isFinite(Number(t)) ? Number(t) : t)),
+    z.number().min(min).max(max),
+  );
 
 export const zString = (min: number, max: number) => z.string().min(min).max(max);
 
@@ -39,7 +45,8 @@ function fromJsonText(value: unknown): unknown {
 }
 
 /** An object of declared fields that may arrive as a JSON string in one form field; a field sent as null is not set. */
-export const zJsonObject = <T extends z.ZodType>(schema: T) => z.preprocess((v) => withoutNullMembers(fromJsonText(v)), schema);
+export const zJsonObject = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => withoutNullMembers(fromJsonText(v)), schema);
 
 /**
  * Nesting a free-form object may have (the same bound as a whole body, for values that arrive
@@ -67,7 +74,10 @@ export const zFreeObject = (maxBytes = 64 * 1024) =>
     fromJsonText,
     z
       .record(z.string(), z.unknown())
-      .refine((o) => nestingDepth(o, MAX_FREE_OBJECT_DEPTH) <= MAX_FREE_OBJECT_DEPTH, { message: `must nest at most ${MAX_FREE_OBJECT_DEPTH} levels`, abort: true })
+      .refine((o) => nestingDepth(o, MAX_FREE_OBJECT_DEPTH) <= MAX_FREE_OBJECT_DEPTH, {
+        message: `must nest at most ${MAX_FREE_OBJECT_DEPTH} levels`,
+        abort: true,
+      })
       .refine((o) => JSON.stringify(o).length <= maxBytes, `must serialize to at most ${maxBytes} bytes`),
   );
 

@@ -14,7 +14,10 @@ import { AppError } from "./errors";
  * IPv6, IPv4-mapped), unless the operator trusted that exact address; open-ended hosts must not be
  * local or private names.
  */
-export type UrlRules = { allowHosts: readonly string[] } | { publicHosts: true; trustedHosts: readonly string[] } | { webHosts: true };
+export type UrlRules =
+  | { allowHosts: readonly string[] }
+  | { publicHosts: true; trustedHosts: readonly string[] }
+  | { webHosts: true };
 
 export class BlockedUrlError extends AppError {
   /** The reason without the "refused to fetch" prefix, for field-level (422) messages. */
@@ -42,8 +45,34 @@ export function isIpLiteral(host: string): boolean {
  * whose DNS record points at a private address cannot be seen from here; that boundary is the
  * network's (see docs/providers.md, "Outbound requests").
  */
-const LOCAL_SUFFIXES = ["localhost", "local", "internal", "home.arpa", "localdomain", "lan", "home", "corp", "intranet", "private", "test", "invalid", "in-addr.arpa", "ip6.arpa"];
-const LOOPBACK_DNS_SERVICES = ["nip.io", "sslip.io", "xip.io", "traefik.me", "localtest.me", "lvh.me", "vcap.me", "lacolhost.com", "fuf.me", "localhost.run"];
+const LOCAL_SUFFIXES = [
+  "localhost",
+  "local",
+  "internal",
+  "home.arpa",
+  "localdomain",
+  "lan",
+  "home",
+  "corp",
+  "intranet",
+  "private",
+  "test",
+  "invalid",
+  "in-addr.arpa",
+  "ip6.arpa",
+];
+const LOOPBACK_DNS_SERVICES = [
+  "nip.io",
+  "sslip.io",
+  "xip.io",
+  "traefik.me",
+  "localtest.me",
+  "lvh.me",
+  "vcap.me",
+  "lacolhost.com",
+  "fuf.me",
+  "localhost.run",
+];
 
 export function isLocalName(host: string): boolean {
   const h = host.toLowerCase().replace(/\.$/, "");
@@ -105,21 +134,28 @@ export function checkUrl(raw: string, rulesOrHosts: UrlRules | readonly string[]
     throw new BlockedUrlError("not a valid URL");
   }
   if (url.username || url.password) throw new BlockedUrlError("URLs with credentials are not allowed");
-  const trusted = "trustedHosts" in rules && (url.protocol === "http:" || url.protocol === "https:") && isTrusted(url, rules.trustedHosts);
+  const trusted =
+    "trustedHosts" in rules &&
+    (url.protocol === "http:" || url.protocol === "https:") &&
+    isTrusted(url, rules.trustedHosts);
   if (trusted) return url;
   if ("webHosts" in rules) {
-    if (url.protocol !== "https:" && url.protocol !== "http:") throw new BlockedUrlError("only http and https URLs are allowed");
+    if (url.protocol !== "https:" && url.protocol !== "http:")
+      throw new BlockedUrlError("only http and https URLs are allowed");
     // The parser empties the port when it is the scheme's default.
     if (url.port) throw new BlockedUrlError("only the default port of http or https is allowed");
   } else if (url.protocol !== "https:") throw new BlockedUrlError("only https URLs are allowed");
-  if ("allowHosts" in rules && url.port && url.port !== "443") throw new BlockedUrlError("only the default https port is allowed");
+  if ("allowHosts" in rules && url.port && url.port !== "443")
+    throw new BlockedUrlError("only the default https port is allowed");
   // Check the authority as written too: the parser turns 0x7f.1 or 2130706433 into 127.0.0.1.
   const written = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(raw.trim())?.[1] ?? "";
   const writtenHost = written.replace(/^.*@/, "").replace(/:\d*$/, "");
-  if (isIpLiteral(url.hostname) || isIpLiteral(writtenHost) || /%[0-9a-f]{2}/i.test(writtenHost)) throw new BlockedUrlError("IP addresses are not allowed, only named hosts");
+  if (isIpLiteral(url.hostname) || isIpLiteral(writtenHost) || /%[0-9a-f]{2}/i.test(writtenHost))
+    throw new BlockedUrlError("IP addresses are not allowed, only named hosts");
   const host = url.hostname.toLowerCase().replace(/\.$/, "");
   if ("allowHosts" in rules) {
-    if (!rules.allowHosts.some((rule) => hostMatches(host, rule))) throw new BlockedUrlError(`host ${host} is not on the allow-list`);
+    if (!rules.allowHosts.some((rule) => hostMatches(host, rule)))
+      throw new BlockedUrlError(`host ${host} is not on the allow-list`);
   } else if (isLocalName(host)) {
     throw new BlockedUrlError(`host ${host} is a local or private name`);
   }

@@ -31,7 +31,11 @@ export function unwrap(schema: z.ZodType): z.ZodType {
   let current = schema;
   for (let i = 0; i < 20; i++) {
     const def = defOf(current);
-    if (def.innerType && ["optional", "nullable", "default", "prefault", "catch", "readonly", "nonoptional"].includes(def.type)) current = def.innerType;
+    if (
+      def.innerType &&
+      ["optional", "nullable", "default", "prefault", "catch", "readonly", "nonoptional"].includes(def.type)
+    )
+      current = def.innerType;
     else if (def.type === "pipe" && def.in && def.out) current = defOf(def.in).type === "transform" ? def.out : def.in;
     else if (def.type === "lazy" && def.getter) current = def.getter();
     else return current;

@@ -17,7 +17,8 @@ const groupA401 = (error: string): AppError => new AppError("unauthorized", erro
 
 export const API_KEY_PREFIX = "sk_";
 
-export const NOT_AN_API_KEY = "Invalid API key: /v1 takes an API key (sk_...) from POST /auth/api-keys; access tokens from /auth/signup or /auth/login are for the routes outside /v1";
+export const NOT_AN_API_KEY =
+  "Invalid API key: /v1 takes an API key (sk_...) from POST /auth/api-keys; access tokens from /auth/signup or /auth/login are for the routes outside /v1";
 
 /** How often a key's `lastUsedAt` is written: at most once a minute, so busy keys cost no write per request. */
 const LAST_USED_EVERY_MS = 60_000;
@@ -27,7 +28,14 @@ async function authFromApiKey(c: Context<AppBindings>, key: string): Promise<Aut
   const db = database(c.env);
   const hash = await sha256Hex(key);
   const rows = await db
-    .select({ keyId: apiKeys.id, lastUsedAt: apiKeys.lastUsedAt, userId: users.id, orgId: users.orgId, role: users.role, suspended: users.suspended })
+    .select({
+      keyId: apiKeys.id,
+      lastUsedAt: apiKeys.lastUsedAt,
+      userId: users.id,
+      orgId: users.orgId,
+      role: users.role,
+      suspended: users.suspended,
+    })
     .from(apiKeys)
     .innerJoin(users, eq(users.id, apiKeys.userId))
     .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
@@ -35,7 +43,11 @@ async function authFromApiKey(c: Context<AppBindings>, key: string): Promise<Aut
   const row = rows[0];
   if (!row || row.suspended) return null;
   // Per key, in either group: one key (or one leaked key) cannot flood the service.
-  await enforceLimit(c.env.API_KEY_LIMITER, `api-key:${row.keyId}`, "too many requests with this API key; wait a minute and try again");
+  await enforceLimit(
+    c.env.API_KEY_LIMITER,
+    `api-key:${row.keyId}`,
+    "too many requests with this API key; wait a minute and try again",
+  );
   await recordUse(c, row.keyId, row.lastUsedAt);
   return { userId: row.userId, orgId: row.orgId, role: row.role, via: "api_key", apiKeyId: row.keyId };
 }
@@ -96,7 +108,9 @@ export async function authenticate(c: Context<AppBindings>, mode: AuthMode): Pro
   if (!header) throw new AppError("unauthorized", "Not authenticated");
   const credential = bearerCredential(header);
   if (!credential) throw new AppError("unauthorized", "Invalid authorization header format");
-  const auth = credential.startsWith(API_KEY_PREFIX) ? await authFromApiKey(c, credential) : await authFromToken(c, credential);
+  const auth = credential.startsWith(API_KEY_PREFIX)
+    ? await authFromApiKey(c, credential)
+    : await authFromToken(c, credential);
   if (!auth) throw new AppError("unauthorized", "Could not validate credentials");
   c.set("auth", auth);
   return auth;

@@ -2,7 +2,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppBindings } from "../env";
 import { AppError, badRequest } from "../lib/errors";
 
-const tooLarge = (maxBytes: number): AppError => new AppError("payload_too_large", `request body exceeds ${maxBytes} bytes`);
+const tooLarge = (maxBytes: number): AppError =>
+  new AppError("payload_too_large", `request body exceeds ${maxBytes} bytes`);
 
 /** Each request's body as the cap read it; handlers read it from here, not from the consumed request stream. */
 const bodies = new WeakMap<Context, Uint8Array>();
@@ -12,7 +13,11 @@ export function cappedBody(c: Context): Uint8Array {
   return bodies.get(c) ?? new Uint8Array(0);
 }
 
-async function readUpTo(stream: ReadableStream<Uint8Array>, maxBytes: number, declared: number | null): Promise<Uint8Array> {
+async function readUpTo(
+  stream: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  declared: number | null,
+): Promise<Uint8Array> {
   const reader = stream.getReader();
   // With a declared length (every HTTP/1.1 body that is not chunked) the bytes go straight into one
   // buffer; otherwise chunks are kept and joined once.

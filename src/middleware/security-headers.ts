@@ -78,5 +78,6 @@ export const securityHeaders: MiddlewareHandler<AppBindings> = async (c, next) =
   await hardened(c, next);
   const headers = c.res.headers;
   if (!headers.has("content-security-policy")) headers.set("content-security-policy", pageSecurityPolicy());
-  if (/frame-ancestors 'none'/.test(headers.get("content-security-policy") ?? "") && !headers.has("x-frame-options")) headers.set("x-frame-options", "DENY");
+  if (/frame-ancestors 'none'/.test(headers.get("content-security-policy") ?? "") && !headers.has("x-frame-options"))
+    headers.set("x-frame-options", "DENY");
 };

@@ -32,15 +32,35 @@ interface MessagesResponse {
 
 type StreamEvent =
   | { type: "message_start"; message: { usage?: { input_tokens?: number; output_tokens?: number } } }
-  | { type: "content_block_start"; index: number; content_block: { type: string; text?: string; id?: string; name?: string } }
-  | { type: "content_block_delta"; index: number; delta: { type: "text_delta"; text: string } | { type: "input_json_delta"; partial_json: string } | { type: string } }
+  | {
+      type: "content_block_start";
+      index: number;
+      content_block: { type: string; text?: string; id?: string; name?: string };
+    }
+  | {
+      type: "content_block_delta";
+      index: number;
+      delta:
+        | { type: "text_delta"; text: string }
+        | { type: "input_json_delta"; partial_json: string }
+        | { type: string };
+    }
   | { type: "content_block_stop"; index: number }
   | { type: "message_delta"; usage?: { output_tokens?: number } }
   | { type: "message_stop" }
   | { type: "ping" }
   | { type: "error"; error?: { type?: string; message?: string } };
 
-const ANTHROPIC_ERROR_TYPES = new Set(["invalid_request_error", "authentication_error", "permission_error", "not_found_error", "request_too_large", "rate_limit_error", "api_error", "overloaded_error"]);
+const ANTHROPIC_ERROR_TYPES = new Set([
+  "invalid_request_error",
+  "authentication_error",
+  "permission_error",
+  "not_found_error",
+  "request_too_large",
+  "rate_limit_error",
+  "api_error",
+  "overloaded_error",
+]);
 
 function messagesUrl(baseUrl: string): string {
   return /\/v1\/?$/.test(baseUrl) ? joinUrl(baseUrl, "messages") : joinUrl(baseUrl, "v1/messages");
@@ -54,9 +74,11 @@ function wire(messages: ChatMessage[]): { system: string; messages: WireMessage[
     if (message.role === "system") continue;
     const role: WireMessage["role"] = message.role === "assistant" ? "assistant" : "user";
     const blocks: ContentBlock[] = [];
-    if (message.role === "tool") blocks.push({ type: "tool_result", tool_use_id: message.toolCallId ?? "", content: message.content });
+    if (message.role === "tool")
+      blocks.push({ type: "tool_result", tool_use_id: message.toolCallId ?? "", content: message.content });
     else if (message.content) blocks.push({ type: "text", text: message.content });
-    for (const call of message.toolCalls ?? []) blocks.push({ type: "tool_use", id: call.id, name: call.name, input: call.arguments });
+    for (const call of message.toolCalls ?? [])
+      blocks.push({ type: "tool_use", id: call.id, name: call.name, input: call.arguments });
     if (blocks.length === 0) continue;
     const last = out[out.length - 1];
     if (last && last.role === role) last.content.push(...blocks);
@@ -76,7 +98,10 @@ export class AnthropicChatModel implements ChatModel {
   }
 
   private headers(): Record<string, string> {
-    const result: Record<string, string> = { "content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION };
+    const result: Record<string, string> = {
+      "content-type": "application/json",
+      "anthropic-version": ANTHROPIC_VERSION,
+    };
     if (this.endpoint.secret) result["x-api-key"] = this.endpoint.secret;
     return result;
   }
@@ -89,7 +114,15 @@ export class AnthropicChatModel implements ChatModel {
       ...(system ? { system } : {}),
       messages,
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-      ...(request.tools?.length ? { tools: request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.parameters })) } : {}),
+      ...(request.tools?.length
+        ? {
+            tools: request.tools.map((tool) => ({
+              name: tool.name,
+              description: tool.description,
+              input_schema: tool.parameters,
+            })),
+          }
+        : {}),
       ...(stream ? { stream: true } : {}),
     });
   }
@@ -105,9 +138,15 @@ export class AnthropicChatModel implements ChatModel {
     const toolCalls: ToolCall[] = [];
     for (const block of answer.content ?? []) {
       if (block.type === "text") text += block.text;
-      else if (block.type === "tool_use") toolCalls.push({ id: block.id, name: block.name, arguments: block.input ?? {} });
+      else if (block.type === "tool_use")
+        toolCalls.push({ id: block.id, name: block.name, arguments: block.input ?? {} });
     }
-    return { text, toolCalls, usage: { input_tokens: answer.usage?.input_tokens ?? 0, output_tokens: answer.usage?.output_tokens ?? 0 }, model: this.model };
+    return {
+      text,
+      toolCalls,
+      usage: { input_tokens: answer.usage?.input_tokens ?? 0, output_tokens: answer.usage?.output_tokens ?? 0 },
+      model: this.model,
+    };
   }
 
   async *stream(request: ChatRequest): AsyncIterable<ChatStreamEvent> {
@@ -138,7 +177,12 @@ export class AnthropicChatModel implements ChatModel {
           usage.output_tokens = event.message.usage?.output_tokens ?? 0;
           break;
         case "content_block_start":
-          if (event.content_block.type === "tool_use") openTools.set(event.index, { id: event.content_block.id ?? "", name: event.content_block.name ?? "", json: "" });
+          if (event.content_block.type === "tool_use")
+            openTools.set(event.index, {
+              id: event.content_block.id ?? "",
+              name: event.content_block.name ?? "",
+              json: "",
+            });
           else if (event.content_block.text) {
             text += event.content_block.text;
             yield { type: "text", text: event.content_block.text };
@@ -174,7 +218,10 @@ export class AnthropicChatModel implements ChatModel {
           break;
         case "error":
           // Only Anthropic's documented error types are named; the message is the server's own text.
-          throw providerFailed(t, `the stream reported ${ANTHROPIC_ERROR_TYPES.has(event.error?.type ?? "") ? event.error?.type : "an error"}`);
+          throw providerFailed(
+            t,
+            `the stream reported ${ANTHROPIC_ERROR_TYPES.has(event.error?.type ?? "") ? event.error?.type : "an error"}`,
+          );
         default:
           break;
       }

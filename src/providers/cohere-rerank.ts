@@ -44,15 +44,25 @@ export class CohereReranker implements Reranker {
     const answer = await sendJson<RerankResponse>(t, rerankUrl(this.endpoint.baseUrl), {
       method: "POST",
       headers,
-      body: JSON.stringify({ model: this.remoteModel, query, documents, top_n: Math.min(topN ?? documents.length, documents.length) }),
+      body: JSON.stringify({
+        model: this.remoteModel,
+        query,
+        documents,
+        top_n: Math.min(topN ?? documents.length, documents.length),
+      }),
     });
     if (!Array.isArray(answer.results)) throw providerFailed(t, "the answer held no results");
     const results: RerankResult[] = [];
     for (const item of answer.results) {
-      if (!Number.isInteger(item.index) || item.index < 0 || item.index >= documents.length) throw providerFailed(t, `the answer named document ${item.index}, which was not sent`);
+      if (!Number.isInteger(item.index) || item.index < 0 || item.index >= documents.length)
+        throw providerFailed(t, `the answer named document ${item.index}, which was not sent`);
       results.push({ index: item.index, score: Number(item.relevance_score) });
     }
-    this.lastUsage = { input_tokens: answer.meta?.billed_units?.input_tokens ?? answer.usage?.prompt_tokens ?? answer.usage?.total_tokens ?? 0, output_tokens: 0 };
+    this.lastUsage = {
+      input_tokens:
+        answer.meta?.billed_units?.input_tokens ?? answer.usage?.prompt_tokens ?? answer.usage?.total_tokens ?? 0,
+      output_tokens: 0,
+    };
     return results.sort((a, b) => b.score - a.score);
   }
 }

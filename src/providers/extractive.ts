@@ -126,14 +126,18 @@ function splitLastSentence(line: string): [string, string] {
 export function untaggedContext(messages: ChatMessage[]): { question: string; passages: string[] } {
   const turns = messages.filter((m) => m.role === "system" || m.role === "user").map((m) => m.content ?? "");
   const last = turns.length - 1;
-  const lines = (turns[last] ?? "").split("\n").map((line) => line.trim()).filter(Boolean);
+  const lines = (turns[last] ?? "")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
   let at = -1;
   for (let i = lines.length - 1; i >= 0 && at < 0; i--) if (lines[i].endsWith("?")) at = i;
   if (at < 0) at = lines.length - 1;
   // On that line the question is what follows "Question:", else its last sentence; the rest is context.
   const line = lines[at] ?? "";
   const marker = line.toLowerCase().lastIndexOf("question:");
-  const parts = marker >= 0 ? [line.slice(0, marker), line.slice(marker + "question:".length)] : splitLastSentence(line);
+  const parts =
+    marker >= 0 ? [line.slice(0, marker), line.slice(marker + "question:".length)] : splitLastSentence(line);
   const question = parts[1].trim();
   const context = [...turns.slice(0, last), [...lines.slice(0, at), parts[0], ...lines.slice(at + 1)].join("\n")];
   // Labels such as "Context:" carry no content; a line that is only a label is dropped.
@@ -166,14 +170,22 @@ export class ExtractiveAnswerer implements ChatModel {
   }
 
   async complete(request: ChatRequest): Promise<ChatResult> {
-    return { text: this.answer(request).text, toolCalls: [], usage: { input_tokens: 0, output_tokens: 0 }, model: this.model };
+    return {
+      text: this.answer(request).text,
+      toolCalls: [],
+      usage: { input_tokens: 0, output_tokens: 0 },
+      model: this.model,
+    };
   }
 
   async *stream(request: ChatRequest): AsyncIterable<ChatStreamEvent> {
     const extract = this.answer(request);
     const pieces = extract.quotes.length ? extract.quotes.map(cite) : [extract.text];
     for (const [i, piece] of pieces.entries()) yield { type: "text", text: i === 0 ? piece : ` ${piece}` };
-    yield { type: "done", result: { text: extract.text, toolCalls: [], usage: { input_tokens: 0, output_tokens: 0 }, model: this.model } };
+    yield {
+      type: "done",
+      result: { text: extract.text, toolCalls: [], usage: { input_tokens: 0, output_tokens: 0 }, model: this.model },
+    };
   }
 }
 

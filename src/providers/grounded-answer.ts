@@ -53,16 +53,28 @@ const GROUNDING_RULES =
 export function formatSources(passages: Passage[]): string {
   const lines = passages.map((p, i) => {
     // A Markdown heading becomes a sentence of its own, so collapsing lines never glues it to the text below.
-    const text = p.text.replace(/^#{1,6}\s+(.*?)\s*#*\s*$/gm, (_, heading: string) => (/[.!?:]$/.test(heading) ? heading : `${heading}.`)).replace(/\s+/g, " ").trim().slice(0, MAX_SOURCE_CHARS);
+    const text = p.text
+      .replace(/^#{1,6}\s+(.*?)\s*#*\s*$/gm, (_, heading: string) =>
+        /[.!?:]$/.test(heading) ? heading : `${heading}.`,
+      )
+      .replace(/\s+/g, " ")
+      .trim()
+      .slice(0, MAX_SOURCE_CHARS);
     return `[${i + 1}] ${p.title ? `(${p.title.replace(/\s+/g, " ").slice(0, 200)}) ` : ""}${text}`;
   });
   return `${SOURCES_OPEN}\n${lines.join("\n")}\n${SOURCES_CLOSE}`;
 }
 
 /** The messages sent to the model: rules and sources as the system turn, then history, then the question. */
-export function buildGroundedPrompt(request: Pick<GroundedAnswerRequest, "question" | "passages" | "history" | "instructions">): ChatMessage[] {
-  const system = [request.instructions?.trim(), GROUNDING_RULES, formatSources(request.passages)].filter(Boolean).join("\n\n");
-  const history = (request.history ?? []).filter((m) => m.role === "user" || m.role === "assistant").map((m) => ({ role: m.role, content: m.content }));
+export function buildGroundedPrompt(
+  request: Pick<GroundedAnswerRequest, "question" | "passages" | "history" | "instructions">,
+): ChatMessage[] {
+  const system = [request.instructions?.trim(), GROUNDING_RULES, formatSources(request.passages)]
+    .filter(Boolean)
+    .join("\n\n");
+  const history = (request.history ?? [])
+    .filter((m) => m.role === "user" || m.role === "assistant")
+    .map((m) => ({ role: m.role, content: m.content }));
   return [{ role: "system", content: system }, ...history, { role: "user", content: request.question }];
 }
 
@@ -96,7 +108,12 @@ export function withoutUnknownCitations(text: string, count: number): string {
  */
 export async function* streamGroundedAnswer(request: GroundedAnswerRequest): AsyncGenerator<GroundedAnswerEvent> {
   const messages = buildGroundedPrompt(request);
-  for await (const event of request.model.stream({ messages, maxTokens: request.maxTokens, temperature: request.temperature, signal: request.signal })) {
+  for await (const event of request.model.stream({
+    messages,
+    maxTokens: request.maxTokens,
+    temperature: request.temperature,
+    signal: request.signal,
+  })) {
     if (event.type === "text") yield event;
     else if (event.type === "done") {
       yield {
@@ -116,6 +133,17 @@ export async function* streamGroundedAnswer(request: GroundedAnswerRequest): Asy
 /** The same answer, not streamed. */
 export async function groundedAnswer(request: GroundedAnswerRequest): Promise<GroundedAnswer> {
   const messages = buildGroundedPrompt(request);
-  const result = await request.model.complete({ messages, maxTokens: request.maxTokens, temperature: request.temperature, signal: request.signal });
-  return { text: result.text, citations: citationsIn(result.text, request.passages), model: result.model, extractive: isExtractive(request.model), usage: result.usage };
+  const result = await request.model.complete({
+    messages,
+    maxTokens: request.maxTokens,
+    temperature: request.temperature,
+    signal: request.signal,
+  });
+  return {
+    text: result.text,
+    citations: citationsIn(result.text, request.passages),
+    model: result.model,
+    extractive: isExtractive(request.model),
+    usage: result.usage,
+  };
 }

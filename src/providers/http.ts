@@ -34,7 +34,9 @@ const MAX_ERROR_DETAIL = 200;
 /** Largest answer read from a provider: 96 embeddings of 3072 dimensions as JSON are about 6 MB. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
-export function transport(partial: Pick<ProviderTransport, "provider" | "connection" | "rules"> & Partial<ProviderTransport>): ProviderTransport {
+export function transport(
+  partial: Pick<ProviderTransport, "provider" | "connection" | "rules"> & Partial<ProviderTransport>,
+): ProviderTransport {
   return {
     timeoutMs: DEFAULT_TIMEOUT_MS,
     maxRetries: DEFAULT_MAX_RETRIES,
@@ -59,9 +61,15 @@ export function scrub(text: string, secrets: readonly string[]): string {
  * `reason` is Loom's own wording (a status, a timeout, a broken stream), never text the provider
  * sent: an upstream body could be anything the URL's server chose to say.
  */
-export function providerFailed(t: Pick<ProviderTransport, "provider" | "connection" | "secrets">, reason: string): AppError {
+export function providerFailed(
+  t: Pick<ProviderTransport, "provider" | "connection" | "secrets">,
+  reason: string,
+): AppError {
   const detail = scrub(reason, t.secrets).replace(/\s+/g, " ").trim().slice(0, MAX_ERROR_DETAIL);
-  return new AppError("provider_failed", `the model provider ${t.provider} (connection '${t.connection}') failed: ${detail}`);
+  return new AppError(
+    "provider_failed",
+    `the model provider ${t.provider} (connection '${t.connection}') failed: ${detail}`,
+  );
 }
 
 function retryable(status: number): boolean {
@@ -129,7 +137,12 @@ async function failedStatus(t: ProviderTransport, response: Response): Promise<s
   const body = await response.text().catch(() => "");
   const hint = STATUS_HINTS[response.status];
   const reason = `HTTP ${response.status}${hint ? ` (${hint})` : ""}`;
-  logEvent("warn", "provider_status", { provider: t.provider, connection: t.connection, status: response.status, upstream: scrub(body, t.secrets).replace(/\s+/g, " ").slice(0, MAX_ERROR_DETAIL) });
+  logEvent("warn", "provider_status", {
+    provider: t.provider,
+    connection: t.connection,
+    status: response.status,
+    upstream: scrub(body, t.secrets).replace(/\s+/g, " ").slice(0, MAX_ERROR_DETAIL),
+  });
   return reason;
 }
 
@@ -137,21 +150,33 @@ async function failedStatus(t: ProviderTransport, response: Response): Promise<s
  * Sends one request with a deadline and bounded retries on 429, 5xx and network failures, and
  * answers the successful response. The caller owns the returned deadline while reading a stream.
  */
-export async function send(t: ProviderTransport, url: string, init: RequestInit, signal?: AbortSignal): Promise<{ response: Response; deadline: IdleDeadline }> {
+export async function send(
+  t: ProviderTransport,
+  url: string,
+  init: RequestInit,
+  signal?: AbortSignal,
+): Promise<{ response: Response; deadline: IdleDeadline }> {
   const sleep = t.sleep ?? defaultSleep;
   let lastReason = "no attempt made";
   for (let attempt = 0; attempt <= t.maxRetries; attempt++) {
     const deadline = new IdleDeadline(t.timeoutMs, signal);
     let response: Response;
     try {
-      response = await egressFetch(url, { ...init, signal: deadline.signal }, { rules: t.rules, maxBytes: MAX_RESPONSE_BYTES, fetch: t.fetch });
+      response = await egressFetch(
+        url,
+        { ...init, signal: deadline.signal },
+        { rules: t.rules, maxBytes: MAX_RESPONSE_BYTES, fetch: t.fetch },
+      );
     } catch (error) {
       deadline.dispose();
       // A refused URL is the connection's configuration, not a provider failure: no retry.
-      if (error instanceof BlockedUrlError) throw badRequest(`connection '${t.connection}': ${error.message} (check its base_url)`);
+      if (error instanceof BlockedUrlError)
+        throw badRequest(`connection '${t.connection}': ${error.message} (check its base_url)`);
       if (error instanceof EgressError) throw providerFailed(t, error.message);
       if (signal?.aborted) throw providerFailed(t, "the request was aborted");
-      lastReason = deadline.timedOut ? `no answer within ${t.timeoutMs} ms` : `network error: ${error instanceof Error ? error.message : String(error)}`;
+      lastReason = deadline.timedOut
+        ? `no answer within ${t.timeoutMs} ms`
+        : `network error: ${error instanceof Error ? error.message : String(error)}`;
       if (attempt < t.maxRetries) await sleep(backoffMs(t, attempt, null));
       continue;
     }
@@ -168,7 +193,12 @@ export async function send(t: ProviderTransport, url: string, init: RequestInit,
 }
 
 /** Sends a JSON request and parses the JSON answer; a body that is not JSON is a provider failure. */
-export async function sendJson<T>(t: ProviderTransport, url: string, init: RequestInit, signal?: AbortSignal): Promise<T> {
+export async function sendJson<T>(
+  t: ProviderTransport,
+  url: string,
+  init: RequestInit,
+  signal?: AbortSignal,
+): Promise<T> {
   const { response, deadline } = await send(t, url, init, signal);
   try {
     return (await response.json()) as T;

@@ -1,6 +1,16 @@
 import { joinUrl, providerFailed, send, sendJson, type ProviderTransport } from "./http";
 import { readSse } from "./sse";
-import type { ChatMessage, ChatModel, ChatRequest, ChatResult, ChatStreamEvent, Embedder, ToolCall, Transcriber, TokenUsage } from "./types";
+import type {
+  ChatMessage,
+  ChatModel,
+  ChatRequest,
+  ChatResult,
+  ChatStreamEvent,
+  Embedder,
+  ToolCall,
+  Transcriber,
+  TokenUsage,
+} from "./types";
 import { normalize, parseArguments } from "./usage";
 
 /**
@@ -35,7 +45,13 @@ interface CompletionResponse {
 }
 
 interface CompletionChunk {
-  choices?: { delta?: { content?: string | null; tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[];
+  choices?: {
+    delta?: {
+      content?: string | null;
+      tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
+    };
+    finish_reason?: string | null;
+  }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
 }
 
@@ -48,12 +64,17 @@ function headers(endpoint: OpenAiEndpoint, json = true): Record<string, string> 
 
 function wireMessages(messages: ChatMessage[]): WireMessage[] {
   return messages.map((message) => {
-    if (message.role === "tool") return { role: "tool", content: message.content, tool_call_id: message.toolCallId ?? "" };
+    if (message.role === "tool")
+      return { role: "tool", content: message.content, tool_call_id: message.toolCallId ?? "" };
     if (message.role === "assistant" && message.toolCalls?.length) {
       return {
         role: "assistant",
         content: message.content || null,
-        tool_calls: message.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: JSON.stringify(call.arguments) } })),
+        tool_calls: message.toolCalls.map((call) => ({
+          id: call.id,
+          type: "function",
+          function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+        })),
       };
     }
     return { role: message.role, content: message.content };
@@ -81,7 +102,12 @@ export class OpenAiChatModel implements ChatModel {
       ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       ...(request.tools?.length
-        ? { tools: request.tools.map((tool) => ({ type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } })) }
+        ? {
+            tools: request.tools.map((tool) => ({
+              type: "function",
+              function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+            })),
+          }
         : {}),
       ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
     });
@@ -99,7 +125,11 @@ export class OpenAiChatModel implements ChatModel {
     if (!message) throw providerFailed(t, "the answer held no choices");
     return {
       text: message.content ?? "",
-      toolCalls: (message.tool_calls ?? []).map((call) => ({ id: call.id, name: call.function.name, arguments: parseArguments(call.function.arguments) })),
+      toolCalls: (message.tool_calls ?? []).map((call) => ({
+        id: call.id,
+        name: call.function.name,
+        arguments: parseArguments(call.function.arguments),
+      })),
       usage: usageOf(answer.usage),
       model: this.model,
     };
@@ -110,7 +140,11 @@ export class OpenAiChatModel implements ChatModel {
     const { response, deadline } = await send(
       t,
       joinUrl(this.endpoint.baseUrl, "chat/completions"),
-      { method: "POST", headers: { ...headers(this.endpoint), accept: "text/event-stream" }, body: this.body(request, true) },
+      {
+        method: "POST",
+        headers: { ...headers(this.endpoint), accept: "text/event-stream" },
+        body: this.body(request, true),
+      },
       request.signal,
     );
     if (!response.body) throw providerFailed(t, "the stream had no body");
@@ -149,7 +183,9 @@ export class OpenAiChatModel implements ChatModel {
     }
     // Servers end with [DONE] or at least a finish_reason; a stream with neither was cut off.
     if (!finished) throw providerFailed(t, "the stream ended before it finished");
-    const toolCalls: ToolCall[] = [...partial.entries()].sort(([a], [b]) => a - b).map(([, call]) => ({ id: call.id, name: call.name, arguments: parseArguments(call.args) }));
+    const toolCalls: ToolCall[] = [...partial.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, call]) => ({ id: call.id, name: call.name, arguments: parseArguments(call.args) }));
     for (const call of toolCalls) yield { type: "tool_call", call };
     yield { type: "done", result: { text, toolCalls, usage, model: this.model } };
   }
@@ -195,27 +231,28 @@ export class OpenAiEmbedder implements Embedder {
     let inputTokens = 0;
     for (let start = 0; start < texts.length; start += EMBED_BATCH) {
       const batch = texts.slice(start, start + EMBED_BATCH);
-      const answer = await sendJson<{ data?: { index: number; embedding: number[] }[]; usage?: { prompt_tokens?: number } }>(
-        t,
-        joinUrl(this.endpoint.baseUrl, "embeddings"),
-        {
-          method: "POST",
-          headers: headers(this.endpoint),
-          body: JSON.stringify({
-            model: this.remoteModel,
-            input: batch,
-            encoding_format: "float",
-            ...(this.requestedDimensions ? { dimensions: this.requestedDimensions } : {}),
-          }),
-        },
-      );
+      const answer = await sendJson<{
+        data?: { index: number; embedding: number[] }[];
+        usage?: { prompt_tokens?: number };
+      }>(t, joinUrl(this.endpoint.baseUrl, "embeddings"), {
+        method: "POST",
+        headers: headers(this.endpoint),
+        body: JSON.stringify({
+          model: this.remoteModel,
+          input: batch,
+          encoding_format: "float",
+          ...(this.requestedDimensions ? { dimensions: this.requestedDimensions } : {}),
+        }),
+      });
       const data = [...(answer.data ?? [])].sort((a, b) => a.index - b.index);
-      if (data.length !== batch.length) throw providerFailed(t, `expected ${batch.length} embeddings, got ${data.length}`);
+      if (data.length !== batch.length)
+        throw providerFailed(t, `expected ${batch.length} embeddings, got ${data.length}`);
       for (const item of data) vectors.push(normalize(item.embedding));
       inputTokens += answer.usage?.prompt_tokens ?? 0;
     }
     if (vectors[0]) {
-      if (this.learned && vectors[0].length !== this.learned) throw providerFailed(t, `expected ${this.learned}-dimensional embeddings, got ${vectors[0].length}`);
+      if (this.learned && vectors[0].length !== this.learned)
+        throw providerFailed(t, `expected ${this.learned}-dimensional embeddings, got ${vectors[0].length}`);
       this.learned = vectors[0].length;
     }
     this.lastUsage = { input_tokens: inputTokens, output_tokens: 0 };
@@ -252,11 +289,15 @@ export class OpenAiTranscriber implements Transcriber {
     form.append("file", new File([audio], `audio.${extension}`, { type: mimeType }));
     form.append("model", this.remoteModel);
     form.append("response_format", "json");
-    const answer = await sendJson<{ text?: string }>(this.endpoint.transport, joinUrl(this.endpoint.baseUrl, "audio/transcriptions"), {
-      method: "POST",
-      headers: headers(this.endpoint, false),
-      body: form,
-    });
+    const answer = await sendJson<{ text?: string }>(
+      this.endpoint.transport,
+      joinUrl(this.endpoint.baseUrl, "audio/transcriptions"),
+      {
+        method: "POST",
+        headers: headers(this.endpoint, false),
+        body: form,
+      },
+    );
     if (typeof answer.text !== "string") throw providerFailed(this.endpoint.transport, "the answer held no text");
     return { text: answer.text };
   }

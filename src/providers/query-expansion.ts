@@ -63,11 +63,13 @@ export function expandQuery(query: string, feedback: FeedbackDocument[], options
       forms.set(token, (forms.get(token) ?? 0) + 1);
       surface.set(s, forms);
     }
-    for (const [term, count] of tf) relevance.set(term, (relevance.get(term) ?? 0) + docWeight * (count / tokens.length));
+    for (const [term, count] of tf)
+      relevance.set(term, (relevance.get(term) ?? 0) + docWeight * (count / tokens.length));
   });
   if (options.collection) {
     const { documentCount, documentFrequency } = options.collection;
-    for (const [term, weight] of relevance) relevance.set(term, weight * Math.log(1 + documentCount / (1 + documentFrequency(term))));
+    for (const [term, weight] of relevance)
+      relevance.set(term, weight * Math.log(1 + documentCount / (1 + documentFrequency(term))));
     const sum = [...relevance.values()].reduce((a, b) => a + b, 0) || 1;
     for (const [term, weight] of relevance) relevance.set(term, weight / sum);
   }
@@ -76,8 +78,11 @@ export function expandQuery(query: string, feedback: FeedbackDocument[], options
   const feedbackSum = feedbackTerms.reduce((a, [, w]) => a + w, 0) || 1;
   const combined = new Map<string, number>();
   for (const [term, weight] of original) combined.set(term, lambda * weight);
-  for (const [term, weight] of feedbackTerms) combined.set(term, (combined.get(term) ?? 0) + (1 - lambda) * (weight / feedbackSum));
-  const weighted = [...combined.entries()].map(([term, weight]) => ({ term, weight })).sort((a, b) => b.weight - a.weight);
+  for (const [term, weight] of feedbackTerms)
+    combined.set(term, (combined.get(term) ?? 0) + (1 - lambda) * (weight / feedbackSum));
+  const weighted = [...combined.entries()]
+    .map(([term, weight]) => ({ term, weight }))
+    .sort((a, b) => b.weight - a.weight);
 
   const added: string[] = [];
   for (const { term } of weighted) {

@@ -1,15 +1,36 @@
 import type { AuthContext, Env } from "../env";
 import { badRequest, type AppError } from "../lib/errors";
 import { modelHostRules } from "../lib/config";
-import { resolveConnection, resolveConnectionsOfKind, type ResolvedConnection } from "../features/connections/connections.service";
+import {
+  resolveConnection,
+  resolveConnectionsOfKind,
+  type ResolvedConnection,
+} from "../features/connections/connections.service";
 import type { ConnectionKind } from "../features/connections/connections.schemas";
 import { AnthropicChatModel } from "./anthropic";
 import { COHERE_BASE_URL, CohereReranker } from "./cohere-rerank";
 import { EXTRACTIVE_MODEL, ExtractiveAnswerer } from "./extractive";
-import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_MS, transport, type FetchLike, type ProviderTransport } from "./http";
+import {
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_RETRY_BASE_MS,
+  DEFAULT_TIMEOUT_MS,
+  transport,
+  type FetchLike,
+  type ProviderTransport,
+} from "./http";
 import { OpenAiChatModel, OpenAiEmbedder, OpenAiTranscriber, type OpenAiEndpoint } from "./openai-compatible";
 import type { ChatModel, Embedder, Reranker, Transcriber } from "./types";
-import { BindingRunner, RestRunner, WORKERS_AI_DEFAULTS, WorkersAiChatModel, WorkersAiEmbedder, WorkersAiReranker, WorkersAiTranscriber, type AiRunner, type WorkersAiBinding } from "./workers-ai";
+import {
+  BindingRunner,
+  RestRunner,
+  WORKERS_AI_DEFAULTS,
+  WorkersAiChatModel,
+  WorkersAiEmbedder,
+  WorkersAiReranker,
+  WorkersAiTranscriber,
+  type AiRunner,
+  type WorkersAiBinding,
+} from "./workers-ai";
 
 /**
  * Turns model names (`<connection>/<model>`) into provider clients, from the organization's
@@ -46,11 +67,16 @@ const CLOUDFLARE_AI_URL = "https://api.cloudflare.com/client/v4/accounts";
 function vendorDefault(connection: ResolvedConnection, purpose: Purpose): string | undefined {
   const own = connection.models[purpose];
   if (own) return own;
-  const official = (url: string | null, expected: string): boolean => !url || url.replace(/\/+$/, "").startsWith(expected);
+  const official = (url: string | null, expected: string): boolean =>
+    !url || url.replace(/\/+$/, "").startsWith(expected);
   switch (connection.kind) {
     case "openai":
       if (!official(connection.baseUrl, OPENAI_URL)) return undefined;
-      return ({ chat: "gpt-4o-mini", embedding: "text-embedding-3-small", transcription: "whisper-1" } as Partial<Record<Purpose, string>>)[purpose];
+      return (
+        { chat: "gpt-4o-mini", embedding: "text-embedding-3-small", transcription: "whisper-1" } as Partial<
+          Record<Purpose, string>
+        >
+      )[purpose];
     case "anthropic":
       return purpose === "chat" ? "claude-3-5-haiku-latest" : undefined;
     case "cohere":
@@ -69,10 +95,17 @@ function kindList(purpose: Purpose): string {
 
 /** The 400 for a capability with no provider: it says which connection to add, and where. */
 export function noProvider(purpose: Purpose, what: string): AppError {
-  return badRequest(`${what} needs ${purpose === "embedding" ? "an" : "a"} ${purpose} model: add a connection of kind ${kindList(purpose)} (POST /admin/connections/create) or name a model as <connection>/<model>`);
+  return badRequest(
+    `${what} needs ${purpose === "embedding" ? "an" : "a"} ${purpose} model: add a connection of kind ${kindList(purpose)} (POST /admin/connections/create) or name a model as <connection>/<model>`,
+  );
 }
 
-function transportFor(env: Env, connection: { kind: string; name: string }, secrets: (string | null)[], deps: ProviderDeps): ProviderTransport {
+function transportFor(
+  env: Env,
+  connection: { kind: string; name: string },
+  secrets: (string | null)[],
+  deps: ProviderDeps,
+): ProviderTransport {
   return transport({
     provider: connection.kind,
     connection: connection.name,
@@ -87,7 +120,12 @@ function transportFor(env: Env, connection: { kind: string; name: string }, secr
 }
 
 function openAiEndpoint(env: Env, connection: ResolvedConnection, deps: ProviderDeps): OpenAiEndpoint {
-  return { transport: transportFor(env, connection, [connection.secret], deps), baseUrl: connection.baseUrl ?? OPENAI_URL, secret: connection.secret, connection: connection.name };
+  return {
+    transport: transportFor(env, connection, [connection.secret], deps),
+    baseUrl: connection.baseUrl ?? OPENAI_URL,
+    secret: connection.secret,
+    connection: connection.name,
+  };
 }
 
 function aiRunner(env: Env, connection: ResolvedConnection, deps: ProviderDeps): AiRunner {
@@ -100,28 +138,44 @@ function aiRunner(env: Env, connection: ResolvedConnection, deps: ProviderDeps):
     return new RestRunner(t, connection.name, base, connection.secret);
   }
   if (binding) return new BindingRunner(binding, t, connection.name);
-  throw badRequest(`connection '${connection.name}' is of kind workers_ai, but this deployment has no AI binding; give the connection settings.account_id and an API token as its secret`);
+  throw badRequest(
+    `connection '${connection.name}' is of kind workers_ai, but this deployment has no AI binding; give the connection settings.account_id and an API token as its secret`,
+  );
 }
 
 /** Splits `<connection>/<model>`; a bare name is a connection whose default model is meant. */
 export function parseModelName(name: string): { connection: string; model?: string } {
   const trimmed = name.trim();
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this check refuses.
-  if (!trimmed || trimmed.length > 300 || /[\u0000-\u001f]/.test(trimmed)) throw badRequest(`invalid model name: '${trimmed.slice(0, 80)}'`);
+  if (!trimmed || trimmed.length > 300 || /[\u0000-\u001f]/.test(trimmed))
+    throw badRequest(`invalid model name: '${trimmed.slice(0, 80)}'`);
   const slash = trimmed.indexOf("/");
   if (slash < 0) return { connection: trimmed };
   const model = trimmed.slice(slash + 1);
   return { connection: trimmed.slice(0, slash), model: model || undefined };
 }
 
-async function pick(env: Env, orgId: string, purpose: Purpose, name: string | undefined, what: string): Promise<{ connection: ResolvedConnection; model: string } | null> {
+async function pick(
+  env: Env,
+  orgId: string,
+  purpose: Purpose,
+  name: string | undefined,
+  what: string,
+): Promise<{ connection: ResolvedConnection; model: string } | null> {
   if (name) {
     const parsed = parseModelName(name);
     const connection = await resolveConnection(env, orgId, parsed.connection);
-    if (!connection) throw badRequest(`model '${name}': this organization has no connection named '${parsed.connection}'`);
-    if (!KINDS[purpose].includes(connection.kind)) throw badRequest(`model '${name}': connection '${connection.name}' is of kind ${connection.kind}, which does not serve ${purpose} models`);
+    if (!connection)
+      throw badRequest(`model '${name}': this organization has no connection named '${parsed.connection}'`);
+    if (!KINDS[purpose].includes(connection.kind))
+      throw badRequest(
+        `model '${name}': connection '${connection.name}' is of kind ${connection.kind}, which does not serve ${purpose} models`,
+      );
     const model = parsed.model ?? vendorDefault(connection, purpose);
-    if (!model) throw badRequest(`model '${name}': connection '${connection.name}' has no default ${purpose} model; name one as ${connection.name}/<model>`);
+    if (!model)
+      throw badRequest(
+        `model '${name}': connection '${connection.name}' has no default ${purpose} model; name one as ${connection.name}/<model>`,
+      );
     return { connection, model };
   }
   for (const connection of await resolveConnectionsOfKind(env, orgId, KINDS[purpose])) {
@@ -139,7 +193,12 @@ export interface ChatModelOptions extends ProviderDeps {
   purpose?: string;
 }
 
-export async function chatModelFor(env: Env, auth: Pick<AuthContext, "orgId">, name?: string, options: ChatModelOptions = {}): Promise<ChatModel> {
+export async function chatModelFor(
+  env: Env,
+  auth: Pick<AuthContext, "orgId">,
+  name?: string,
+  options: ChatModelOptions = {},
+): Promise<ChatModel> {
   const what = options.purpose ?? "this request";
   if (name === EXTRACTIVE_MODEL) {
     if (!options.allowExtractive) throw noProvider("chat", what);
@@ -153,7 +212,15 @@ export async function chatModelFor(env: Env, auth: Pick<AuthContext, "orgId">, n
   const { connection, model } = chosen;
   switch (connection.kind) {
     case "anthropic":
-      return new AnthropicChatModel({ transport: transportFor(env, connection, [connection.secret], options), baseUrl: connection.baseUrl ?? ANTHROPIC_URL, secret: connection.secret, connection: connection.name }, model);
+      return new AnthropicChatModel(
+        {
+          transport: transportFor(env, connection, [connection.secret], options),
+          baseUrl: connection.baseUrl ?? ANTHROPIC_URL,
+          secret: connection.secret,
+          connection: connection.name,
+        },
+        model,
+      );
     case "workers_ai":
       return new WorkersAiChatModel(aiRunner(env, connection, options), model);
     default:
@@ -167,7 +234,12 @@ export interface EmbedderOptions extends ProviderDeps {
   purpose?: string;
 }
 
-export async function embedderFor(env: Env, auth: Pick<AuthContext, "orgId">, name?: string, options: EmbedderOptions = {}): Promise<Embedder> {
+export async function embedderFor(
+  env: Env,
+  auth: Pick<AuthContext, "orgId">,
+  name?: string,
+  options: EmbedderOptions = {},
+): Promise<Embedder> {
   const offline = options.offline?.();
   if (name && offline && name === offline.model) return offline;
   const chosen = await pick(env, auth.orgId, "embedding", name, options.purpose ?? "this request");
@@ -178,7 +250,11 @@ export async function embedderFor(env: Env, auth: Pick<AuthContext, "orgId">, na
   const { connection, model } = chosen;
   if (connection.kind === "workers_ai") return new WorkersAiEmbedder(aiRunner(env, connection, options), model);
   const dimensions = Number(connection.settings.embedding_dimensions);
-  return new OpenAiEmbedder(openAiEndpoint(env, connection, options), model, Number.isInteger(dimensions) && dimensions > 0 && dimensions <= 8192 ? dimensions : undefined);
+  return new OpenAiEmbedder(
+    openAiEndpoint(env, connection, options),
+    model,
+    Number.isInteger(dimensions) && dimensions > 0 && dimensions <= 8192 ? dimensions : undefined,
+  );
 }
 
 export interface RerankerOptions extends ProviderDeps {
@@ -190,19 +266,35 @@ export interface RerankerOptions extends ProviderDeps {
   purpose?: string;
 }
 
-export async function rerankerFor(env: Env, auth: Pick<AuthContext, "orgId">, name?: string, options: RerankerOptions = {}): Promise<Reranker> {
+export async function rerankerFor(
+  env: Env,
+  auth: Pick<AuthContext, "orgId">,
+  name?: string,
+  options: RerankerOptions = {},
+): Promise<Reranker> {
   const what = options.purpose ?? "rerank_documents";
   if (options.apiKey) {
     // With a one-call key the model may name an organization connection (its endpoint is used with
     // this key) or simply a Cohere model, served by Cohere's own API.
     const parsed = name ? parseModelName(name) : { connection: "cohere", model: undefined };
     const connection = name ? await resolveConnection(env, auth.orgId, parsed.connection) : null;
-    const usable = connection && KINDS.rerank.includes(connection.kind) && connection.kind !== "workers_ai" ? connection : null;
-    const model = usable ? (parsed.model ?? vendorDefault(usable, "rerank")) : name && parsed.model && parsed.connection === "cohere" ? parsed.model : (name ?? "rerank-v3.5");
-    if (!model) throw badRequest(`reranking_model '${name}': connection '${parsed.connection}' has no default rerank model`);
+    const usable =
+      connection && KINDS.rerank.includes(connection.kind) && connection.kind !== "workers_ai" ? connection : null;
+    const model = usable
+      ? (parsed.model ?? vendorDefault(usable, "rerank"))
+      : name && parsed.model && parsed.connection === "cohere"
+        ? parsed.model
+        : (name ?? "rerank-v3.5");
+    if (!model)
+      throw badRequest(`reranking_model '${name}': connection '${parsed.connection}' has no default rerank model`);
     const label = { kind: usable?.kind ?? "cohere", name: usable ? `${usable.name} (request key)` : "request" };
     return new CohereReranker(
-      { transport: transportFor(env, label, [options.apiKey, usable?.secret ?? null], options), baseUrl: usable?.baseUrl ?? COHERE_BASE_URL, secret: options.apiKey, connection: usable?.name ?? "cohere" },
+      {
+        transport: transportFor(env, label, [options.apiKey, usable?.secret ?? null], options),
+        baseUrl: usable?.baseUrl ?? COHERE_BASE_URL,
+        secret: options.apiKey,
+        connection: usable?.name ?? "cohere",
+      },
       model,
     );
   }
@@ -211,12 +303,22 @@ export async function rerankerFor(env: Env, auth: Pick<AuthContext, "orgId">, na
   const { connection, model } = chosen;
   if (connection.kind === "workers_ai") return new WorkersAiReranker(aiRunner(env, connection, options), model);
   return new CohereReranker(
-    { transport: transportFor(env, connection, [connection.secret], options), baseUrl: connection.baseUrl ?? COHERE_BASE_URL, secret: connection.secret, connection: connection.name },
+    {
+      transport: transportFor(env, connection, [connection.secret], options),
+      baseUrl: connection.baseUrl ?? COHERE_BASE_URL,
+      secret: connection.secret,
+      connection: connection.name,
+    },
     model,
   );
 }
 
-export async function transcriberFor(env: Env, auth: Pick<AuthContext, "orgId">, name?: string, options: ProviderDeps & { purpose?: string } = {}): Promise<Transcriber> {
+export async function transcriberFor(
+  env: Env,
+  auth: Pick<AuthContext, "orgId">,
+  name?: string,
+  options: ProviderDeps & { purpose?: string } = {},
+): Promise<Transcriber> {
   const what = options.purpose ?? "transcription";
   const chosen = await pick(env, auth.orgId, "transcription", name, what);
   if (!chosen) throw noProvider("transcription", what);

@@ -30,7 +30,6 @@ export async function* readSse(body: ReadableStream<Uint8Array>, deadline?: Idle
           event = "";
           data = [];
         } else if (line.startsWith(":")) {
-          continue;
         } else {
           const colon = line.indexOf(":");
           const field = colon < 0 ? line : line.slice(0, colon);

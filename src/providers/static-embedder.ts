@@ -24,11 +24,14 @@ let shared: StaticEmbeddingModel | null = null;
 async function sharedModel(env: Pick<Env, "ASSETS">): Promise<StaticEmbeddingModel> {
   if (shared) return shared;
   const bytes = await runtimeAsset(env, STATIC_TABLE_ASSET);
-  if (bytes.byteLength !== STATIC_TABLE_BYTES) throw new Error(`embedding table ${STATIC_TABLE_ASSET} has ${bytes.byteLength} bytes, not ${STATIC_TABLE_BYTES}`);
+  if (bytes.byteLength !== STATIC_TABLE_BYTES)
+    throw new Error(`embedding table ${STATIC_TABLE_ASSET} has ${bytes.byteLength} bytes, not ${STATIC_TABLE_BYTES}`);
   const model = new StaticEmbeddingModel(parseStaticTable(bytes));
   // The model name is recorded on knowledge bases; vectors of another size must not pass under it.
   if (model.dimensions !== STATIC_EMBEDDER_DIMENSIONS) {
-    throw new Error(`embedding table has ${model.dimensions} dimensions; ${STATIC_EMBEDDER_MODEL} needs ${STATIC_EMBEDDER_DIMENSIONS}`);
+    throw new Error(
+      `embedding table has ${model.dimensions} dimensions; ${STATIC_EMBEDDER_MODEL} needs ${STATIC_EMBEDDER_DIMENSIONS}`,
+    );
   }
   shared ??= model;
   return shared;

@@ -57,7 +57,10 @@ export interface ChatResult {
   model: string;
 }
 
-export type ChatStreamEvent = { type: "text"; text: string } | { type: "tool_call"; call: ToolCall } | { type: "done"; result: ChatResult };
+export type ChatStreamEvent =
+  | { type: "text"; text: string }
+  | { type: "tool_call"; call: ToolCall }
+  | { type: "done"; result: ChatResult };
 
 export interface ChatModel {
   readonly model: string;

@@ -45,7 +45,9 @@ export function parseArguments(raw: string): Record<string, unknown> {
   if (!raw.trim()) return {};
   try {
     const parsed: unknown = JSON.parse(raw);
-    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { value: parsed };
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : { value: parsed };
   } catch {
     return { _raw: raw };
   }

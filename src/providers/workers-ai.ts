@@ -1,6 +1,18 @@
 import { providerFailed, joinUrl, send, sendJson, type ProviderTransport } from "./http";
 import { readSse } from "./sse";
-import type { ChatMessage, ChatModel, ChatRequest, ChatResult, ChatStreamEvent, Embedder, Reranker, RerankResult, ToolCall, Transcriber, TokenUsage } from "./types";
+import type {
+  ChatMessage,
+  ChatModel,
+  ChatRequest,
+  ChatResult,
+  ChatStreamEvent,
+  Embedder,
+  Reranker,
+  RerankResult,
+  ToolCall,
+  Transcriber,
+  TokenUsage,
+} from "./types";
 import { normalize, parseArguments } from "./usage";
 import { logEvent } from "../lib/log";
 
@@ -81,33 +93,61 @@ export class RestRunner implements AiRunner {
   ) {}
 
   async run(model: string, inputs: Record<string, unknown>, signal?: AbortSignal): Promise<unknown> {
-    const init: RequestInit = { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${this.token}` }, body: JSON.stringify(inputs) };
+    const init: RequestInit = {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${this.token}` },
+      body: JSON.stringify(inputs),
+    };
     const url = joinUrl(this.baseUrl, `run/${model}`);
     if (inputs.stream === true) {
       const { response, deadline } = await send(this.transport, url, init, signal);
       if (!response.body) throw providerFailed(this.transport, "the stream had no body");
       return withDeadline(response.body, deadline);
     }
-    const answer = await sendJson<{ result?: unknown; success?: boolean; errors?: { code?: unknown; message?: string }[] }>(this.transport, url, init, signal);
+    const answer = await sendJson<{
+      result?: unknown;
+      success?: boolean;
+      errors?: { code?: unknown; message?: string }[];
+    }>(this.transport, url, init, signal);
     // Cloudflare's numeric error code says what failed; its message text is not passed on.
     const code = answer.errors?.[0]?.code;
-    if (answer.success === false) throw providerFailed(this.transport, `the call did not succeed${typeof code === "number" ? ` (error ${code})` : ""}`);
+    if (answer.success === false)
+      throw providerFailed(
+        this.transport,
+        `the call did not succeed${typeof code === "number" ? ` (error ${code})` : ""}`,
+      );
     return answer.result;
   }
 }
 
 /** Hands a stream on together with the deadline guarding it. */
-function withDeadline(body: ReadableStream<Uint8Array>, deadline: import("./http").IdleDeadline): { body: ReadableStream<Uint8Array>; deadline: typeof deadline } {
+function withDeadline(
+  body: ReadableStream<Uint8Array>,
+  deadline: import("./http").IdleDeadline,
+): { body: ReadableStream<Uint8Array>; deadline: typeof deadline } {
   return { body, deadline };
 }
 
-type WireMessage = { role: string; content: string; tool_call_id?: string; tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[] };
+type WireMessage = {
+  role: string;
+  content: string;
+  tool_call_id?: string;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+};
 
 function wireMessages(messages: ChatMessage[]): WireMessage[] {
   return messages.map((m) => {
     if (m.role === "tool") return { role: "tool", content: m.content, tool_call_id: m.toolCallId ?? "" };
     if (m.role === "assistant" && m.toolCalls?.length) {
-      return { role: "assistant", content: m.content, tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) };
+      return {
+        role: "assistant",
+        content: m.content,
+        tool_calls: m.toolCalls.map((c) => ({
+          id: c.id,
+          type: "function",
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        })),
+      };
     }
     return { role: m.role, content: m.content };
   });
@@ -118,7 +158,9 @@ interface TextGenerationOutput {
   tool_calls?: { id?: string; name?: string; arguments?: unknown; function?: { name: string; arguments: string } }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number };
   // Newer models answer in the OpenAI shape.
-  choices?: { message?: { content?: string | null; tool_calls?: { id: string; function: { name: string; arguments: string } }[] } }[];
+  choices?: {
+    message?: { content?: string | null; tool_calls?: { id: string; function: { name: string; arguments: string } }[] };
+  }[];
 }
 
 function toolCallsOf(output: TextGenerationOutput): ToolCall[] {
@@ -127,7 +169,12 @@ function toolCallsOf(output: TextGenerationOutput): ToolCall[] {
   raw.forEach((call, i) => {
     const name = call.function?.name ?? ("name" in call ? (call.name ?? "") : "");
     const args = call.function?.arguments ?? ("arguments" in call ? call.arguments : undefined);
-    calls.push({ id: call.id ?? `call_${i}`, name, arguments: typeof args === "string" ? parseArguments(args) : ((args as Record<string, unknown> | undefined) ?? {}) });
+    calls.push({
+      id: call.id ?? `call_${i}`,
+      name,
+      arguments:
+        typeof args === "string" ? parseArguments(args) : ((args as Record<string, unknown> | undefined) ?? {}),
+    });
   });
   return calls;
 }
@@ -155,23 +202,42 @@ export class WorkersAiChatModel implements ChatModel {
       messages: wireMessages(request.messages),
       ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-      ...(request.tools?.length ? { tools: request.tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters })) } : {}),
+      ...(request.tools?.length
+        ? {
+            tools: request.tools.map((tool) => ({
+              name: tool.name,
+              description: tool.description,
+              parameters: tool.parameters,
+            })),
+          }
+        : {}),
       ...(stream ? { stream: true } : {}),
     };
   }
 
   async complete(request: ChatRequest): Promise<ChatResult> {
-    const output = (await this.runner.run(this.remoteModel, this.inputs(request, false), request.signal)) as TextGenerationOutput | null;
+    const output = (await this.runner.run(
+      this.remoteModel,
+      this.inputs(request, false),
+      request.signal,
+    )) as TextGenerationOutput | null;
     if (!output || typeof output !== "object") throw providerFailed(this.runner.transport, "the answer was empty");
     const text = output.response ?? output.choices?.[0]?.message?.content ?? "";
-    return { text: typeof text === "string" ? text : JSON.stringify(text), toolCalls: toolCallsOf(output), usage: usageOf(output.usage), model: this.model };
+    return {
+      text: typeof text === "string" ? text : JSON.stringify(text),
+      toolCalls: toolCallsOf(output),
+      usage: usageOf(output.usage),
+      model: this.model,
+    };
   }
 
   async *stream(request: ChatRequest): AsyncIterable<ChatStreamEvent> {
     const t = this.runner.transport;
     const output = await this.runner.run(this.remoteModel, this.inputs(request, true), request.signal);
     const body = isStream(output) ? output : (output as { body?: unknown } | null)?.body;
-    const deadline = isStream(output) ? undefined : (output as { deadline?: import("./http").IdleDeadline } | null)?.deadline;
+    const deadline = isStream(output)
+      ? undefined
+      : (output as { deadline?: import("./http").IdleDeadline } | null)?.deadline;
     if (!isStream(body)) throw providerFailed(t, "the stream had no body");
     let text = "";
     let usage: TokenUsage = { input_tokens: 0, output_tokens: 0 };
@@ -223,7 +289,10 @@ export class WorkersAiEmbedder implements Embedder {
       const batch = texts.slice(start, start + EMBED_BATCH);
       const output = (await this.runner.run(this.remoteModel, { text: batch })) as { data?: number[][] } | null;
       if (!Array.isArray(output?.data) || output.data.length !== batch.length) {
-        throw providerFailed(this.runner.transport, `expected ${batch.length} embeddings, got ${Array.isArray(output?.data) ? output.data.length : 0}`);
+        throw providerFailed(
+          this.runner.transport,
+          `expected ${batch.length} embeddings, got ${Array.isArray(output?.data) ? output.data.length : 0}`,
+        );
       }
       for (const row of output.data) vectors.push(normalize(row));
     }
@@ -270,7 +339,11 @@ export class WorkersAiReranker implements Reranker {
 
   async rerank(query: string, documents: string[], topN?: number): Promise<RerankResult[]> {
     if (documents.length === 0) return [];
-    const output = (await this.runner.run(this.remoteModel, { query, contexts: documents.map((text) => ({ text })), top_k: Math.min(topN ?? documents.length, documents.length) })) as {
+    const output = (await this.runner.run(this.remoteModel, {
+      query,
+      contexts: documents.map((text) => ({ text })),
+      top_k: Math.min(topN ?? documents.length, documents.length),
+    })) as {
       response?: { id?: number; score?: number }[];
     } | null;
     if (!Array.isArray(output?.response)) throw providerFailed(this.runner.transport, "the answer held no results");

@@ -12,7 +12,11 @@ let turn: Promise<unknown> = Promise.resolve();
 
 /** Runs one task in a fresh interpreter inside this isolate (inline placement). */
 export function runTask(task: SandboxTask, wasm: SandboxWasm): Promise<SandboxOutcome> {
-  const mine = turn.then(() => guarded(() => (task.language === "javascript" ? runJavaScript(task, wasm.quickjs) : runPython(task, wasm.micropython))));
+  const mine = turn.then(() =>
+    guarded(() =>
+      task.language === "javascript" ? runJavaScript(task, wasm.quickjs) : runPython(task, wasm.micropython),
+    ),
+  );
   turn = mine.catch(() => undefined);
   return mine;
 }

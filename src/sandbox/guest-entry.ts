@@ -19,13 +19,62 @@ export async function guarded(run: () => Promise<SandboxOutcome>): Promise<Sandb
  * planted on a prototype or constructor could reach a later run.
  */
 const INTRINSICS: readonly unknown[] = [
-  Object, Function, Array, String, Number, Boolean, Symbol, BigInt, Math, JSON, Reflect, Date, RegExp, Promise,
-  Map, Set, WeakMap, WeakSet, WeakRef, ArrayBuffer, DataView, Error, TypeError, RangeError, SyntaxError,
-  ReferenceError, EvalError, URIError, AggregateError, Atomics, Proxy, WebAssembly, WebAssembly.Module,
-  WebAssembly.Instance, WebAssembly.Memory, WebAssembly.Table, WebAssembly.Global, Uint8Array, Int8Array,
-  Uint8ClampedArray, Uint16Array, Int16Array, Uint32Array, Int32Array, Float32Array, Float64Array,
-  BigInt64Array, BigUint64Array, TextEncoder, TextDecoder, Response, Request, Headers,
-  Object.getPrototypeOf(Uint8Array), Object.getPrototypeOf(function* () {}), Object.getPrototypeOf(async () => {}),
+  Object,
+  Function,
+  Array,
+  String,
+  Number,
+  Boolean,
+  Symbol,
+  BigInt,
+  Math,
+  JSON,
+  Reflect,
+  Date,
+  RegExp,
+  Promise,
+  Map,
+  Set,
+  WeakMap,
+  WeakSet,
+  WeakRef,
+  ArrayBuffer,
+  DataView,
+  Error,
+  TypeError,
+  RangeError,
+  SyntaxError,
+  ReferenceError,
+  EvalError,
+  URIError,
+  AggregateError,
+  Atomics,
+  Proxy,
+  WebAssembly,
+  WebAssembly.Module,
+  WebAssembly.Instance,
+  WebAssembly.Memory,
+  WebAssembly.Table,
+  WebAssembly.Global,
+  Uint8Array,
+  Int8Array,
+  Uint8ClampedArray,
+  Uint16Array,
+  Int16Array,
+  Uint32Array,
+  Int32Array,
+  Float32Array,
+  Float64Array,
+  BigInt64Array,
+  BigUint64Array,
+  TextEncoder,
+  TextDecoder,
+  Response,
+  Request,
+  Headers,
+  Object.getPrototypeOf(Uint8Array),
+  Object.getPrototypeOf(function* () {}),
+  Object.getPrototypeOf(async () => {}),
 ];
 
 /**
@@ -70,13 +119,20 @@ export function freezeIntrinsics(): void {
  * The fetch handler of a guest for one language. One task at a time: the interpreter's loader
  * keeps state in globals (see engine.ts), and each interpreter may take its full memory cap.
  */
-export function serveTasks(language: SandboxLanguage, run: (task: SandboxTask) => Promise<SandboxOutcome>): ExportedHandler {
+export function serveTasks(
+  language: SandboxLanguage,
+  run: (task: SandboxTask) => Promise<SandboxOutcome>,
+): ExportedHandler {
   freezeIntrinsics();
   let turn: Promise<unknown> = Promise.resolve();
   return {
     async fetch(request: Request): Promise<Response> {
       const task = (await request.json()) as SandboxTask;
-      const mine = turn.then(() => (task.language === language ? guarded(() => run(task)) : failure("crashed", "transformation stopped the sandbox's interpreter")));
+      const mine = turn.then(() =>
+        task.language === language
+          ? guarded(() => run(task))
+          : failure("crashed", "transformation stopped the sandbox's interpreter"),
+      );
       turn = mine.catch(() => undefined);
       return Response.json(await mine);
     },

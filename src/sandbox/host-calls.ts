@@ -37,7 +37,9 @@ export class HostRefused extends Error {
 type HostFunction = (...args: number[]) => unknown;
 
 /** What one imported function may do: run at HOST_CALL_FUEL plus `cost(args)`, possibly replaced; or be refused. */
-export type ImportRule = { refuse: true } | { refuse?: false; cost?: (args: number[]) => number; replace?: HostFunction };
+export type ImportRule =
+  | { refuse: true }
+  | { refuse?: false; cost?: (args: number[]) => number; replace?: HostFunction };
 
 /** Lowers the counter by `units` before the work is done; throws FuelSpent (and does nothing) once it is below zero. */
 function spend(fuel: FuelExports, units: number): void {

@@ -1,6 +1,17 @@
 import { LoomBridgeRefused, loadMicroPython } from "./generated/micropython.mjs";
 import { micropythonImports } from "./micropython-imports";
-import { HOST_REFUSED, RunLog, SETUP_FUEL, failure, hostFault, succeeded, truncate, type FuelExports, type SandboxOutcome, type SandboxTask } from "./sandbox.types";
+import {
+  HOST_REFUSED,
+  RunLog,
+  SETUP_FUEL,
+  failure,
+  hostFault,
+  succeeded,
+  truncate,
+  type FuelExports,
+  type SandboxOutcome,
+  type SandboxTask,
+} from "./sandbox.types";
 
 /** MicroPython's initial garbage-collected heap; it grows (through the capped hook below) as needed. */
 const INITIAL_HEAP_BYTES = 1024 * 1024;
@@ -60,7 +71,8 @@ export function splitLongStrings(inputsJson: string): { skeleton: string; string
       return { "\u0000loom": strings.length - 1 };
     }
     if (Array.isArray(value)) return value.map(cut);
-    if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cut(v)]));
+    if (value !== null && typeof value === "object")
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cut(v)]));
     return value;
   };
   const skeleton = JSON.stringify(cut(JSON.parse(inputsJson)));
@@ -117,8 +129,10 @@ function pythonError(error: unknown, phase: "parse" | "run"): SandboxOutcome | u
   const lines = (shape.message ?? "").trim().split("\n");
   const last = lines[lines.length - 1] ?? "";
   if (type === "MemoryError") return failure("memory", "transformation exceeded its memory limit");
-  if (type === "RecursionError" || /maximum recursion depth/i.test(last)) return failure("stack", "transformation exceeded its stack limit");
-  if (phase === "parse" && (type === "SyntaxError" || type === "IndentationError")) return failure("syntax", `function source does not parse: ${truncate(last)}`);
+  if (type === "RecursionError" || /maximum recursion depth/i.test(last))
+    return failure("stack", "transformation exceeded its stack limit");
+  if (phase === "parse" && (type === "SyntaxError" || type === "IndentationError"))
+    return failure("syntax", `function source does not parse: ${truncate(last)}`);
   return failure("runtime", `transformation raised an error: ${truncate(last)}`);
 }
 
@@ -138,7 +152,12 @@ export async function runPython(task: SandboxTask, wasm: WebAssembly.Module): Pr
       stdout: () => undefined,
       stderr: () => undefined,
       instantiateWasm(imports, done) {
-        const host = { fuel: () => fuel, memory: () => memory as WebAssembly.Memory, stdout: () => (phase === "run" ? log : undefined), memoryBytes: task.limits.memoryBytes };
+        const host = {
+          fuel: () => fuel,
+          memory: () => memory as WebAssembly.Memory,
+          stdout: () => (phase === "run" ? log : undefined),
+          memoryBytes: task.limits.memoryBytes,
+        };
         const instance = new WebAssembly.Instance(wasm, micropythonImports(wasm, imports, host));
         fuel = instance.exports as unknown as FuelExports;
         memory = instance.exports.memory as WebAssembly.Memory;
@@ -151,7 +170,11 @@ export async function runPython(task: SandboxTask, wasm: WebAssembly.Module): Pr
     python.globals.set("__loom_src", task.source);
     python.runPython(COMPILE);
     if (task.kind === "check") {
-      if (!declaresPythonFunction(task.source, task.functionName)) return failure("missing_function", `function_name '${task.functionName}' is not defined in the function source`);
+      if (!declaresPythonFunction(task.source, task.functionName))
+        return failure(
+          "missing_function",
+          `function_name '${task.functionName}' is not defined in the function source`,
+        );
       return { ok: true, outputJson: null };
     }
     phase = "run";
@@ -165,11 +188,13 @@ export async function runPython(task: SandboxTask, wasm: WebAssembly.Module): Pr
     fuel?.loom_set_fuel(task.limits.fuel);
     python.runPython(CALL);
     const state = python.globals.get("__loom_state");
-    if (state === "missing") return failure("missing_function", `function_name '${task.functionName}' is not defined in the function source`);
+    if (state === "missing")
+      return failure("missing_function", `function_name '${task.functionName}' is not defined in the function source`);
     if (state !== "ok") return failure("not_json", "transformation must return a JSON object");
     const text = resultJson(python);
     if (text === undefined) return failure("not_json", "transformation must return a JSON object");
-    if (text.length > task.limits.outputBytes) return failure("output_too_large", `transformation output exceeds ${task.limits.outputBytes} bytes`);
+    if (text.length > task.limits.outputBytes)
+      return failure("output_too_large", `transformation output exceeds ${task.limits.outputBytes} bytes`);
     return succeeded(text, log);
   } catch (error) {
     if (fuel && fuel.loom_get_fuel() < 0) return failure("fuel", "transformation exceeded its instruction budget");

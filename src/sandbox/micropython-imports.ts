@@ -35,7 +35,11 @@ export interface MicroPythonHost {
 type Fn = (...args: number[]) => number;
 
 /** The metered, closed set of imports one MicroPython instance is given. */
-export function micropythonImports(wasm: WebAssembly.Module, imports: WebAssembly.Imports, host: MicroPythonHost): WebAssembly.Imports {
+export function micropythonImports(
+  wasm: WebAssembly.Module,
+  imports: WebAssembly.Imports,
+  host: MicroPythonHost,
+): WebAssembly.Imports {
   const env = imports.env as Record<string, Fn>;
   const writeFile = imports.wasi_snapshot_preview1?.fd_write as Fn;
   let fileBytes = 0;
@@ -65,10 +69,11 @@ export function micropythonImports(wasm: WebAssembly.Module, imports: WebAssembl
 
   const grow = env.emscripten_resize_heap;
   // Refusing growth makes malloc fail, which MicroPython reports as MemoryError.
-  const resizeHeap: Fn = (bytes) => ((bytes >>> 0) > host.memoryBytes ? 0 : grow(bytes));
+  const resizeHeap: Fn = (bytes) => (bytes >>> 0 > host.memoryBytes ? 0 : grow(bytes));
 
   const rule = (name: string): ImportRule => {
-    if (!RUNTIME_IMPORTS.has(name) && !name.startsWith("invoke_") && !name.startsWith("__syscall_")) return { refuse: true };
+    if (!RUNTIME_IMPORTS.has(name) && !name.startsWith("invoke_") && !name.startsWith("__syscall_"))
+      return { refuse: true };
     switch (name) {
       case "fd_write":
         return { cost: bytesOf, replace: fdWrite };

@@ -1,7 +1,28 @@
-import { newQuickJSWASMModuleFromVariant, newVariant, type DisposableResult, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten-core";
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type DisposableResult,
+  type QuickJSContext,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+} from "quickjs-emscripten-core";
 import releaseSync from "@jitl/quickjs-wasmfile-release-sync";
 import { meterImports } from "./host-calls";
-import { LOG_LINE_BYTES, LOG_MAX_BYTES, LOG_MAX_LINES, RunLog, SETUP_FUEL, failure, hostFault, succeeded, truncate, type FuelExports, type SandboxOutcome, type SandboxRunTask, type SandboxTask } from "./sandbox.types";
+import {
+  LOG_LINE_BYTES,
+  LOG_MAX_BYTES,
+  LOG_MAX_LINES,
+  RunLog,
+  SETUP_FUEL,
+  failure,
+  hostFault,
+  succeeded,
+  truncate,
+  type FuelExports,
+  type SandboxOutcome,
+  type SandboxRunTask,
+  type SandboxTask,
+} from "./sandbox.types";
 
 /**
  * Runs before the user's script: `console.*` as plain guest code. Lines are formatted and kept
@@ -73,19 +94,24 @@ function guestError(context: QuickJSContext, handle: QuickJSHandle, phase: "pars
   } catch {
     dumped = undefined;
   }
-  const shape: ErrorShape = typeof dumped === "object" && dumped !== null ? (dumped as ErrorShape) : { message: String(dumped) };
+  const shape: ErrorShape =
+    typeof dumped === "object" && dumped !== null ? (dumped as ErrorShape) : { message: String(dumped) };
   const name = shape.name ?? "Error";
   const message = shape.message ?? "";
-  if (/out of memory|string too long/i.test(message)) return failure("memory", "transformation exceeded its memory limit");
+  if (/out of memory|string too long/i.test(message))
+    return failure("memory", "transformation exceeded its memory limit");
   if (/stack overflow|call stack/i.test(message)) return failure("stack", "transformation exceeded its stack limit");
-  if (phase === "parse" && name === "SyntaxError") return failure("syntax", `function source does not parse: ${truncate(`${name}: ${message}`)}`);
+  if (phase === "parse" && name === "SyntaxError")
+    return failure("syntax", `function source does not parse: ${truncate(`${name}: ${message}`)}`);
   return failure("runtime", `transformation raised an error: ${truncate(`${name}: ${message}`)}`);
 }
 
 /** Whether the source declares `name` at its top level, as a function or a binding holding one. */
 export function declaresJavaScriptFunction(source: string, name: string): boolean {
   const escaped = name.replace(/\$/g, "\\$");
-  return new RegExp(`(^|[^\\w$.])(function\\s*\\*?\\s*${escaped}\\s*\\(|(const|let|var)\\s+${escaped}\\s*=)`).test(source);
+  return new RegExp(`(^|[^\\w$.])(function\\s*\\*?\\s*${escaped}\\s*\\(|(const|let|var)\\s+${escaped}\\s*=)`).test(
+    source,
+  );
 }
 
 const PAGE = 64 * 1024;
@@ -93,21 +119,30 @@ const PAGE = 64 * 1024;
 const INITIAL_PAGES = (16 * 1024 * 1024) / PAGE;
 
 /** The handle a guest call produced, or the outcome of what it threw (then disposed). */
-function settled(context: QuickJSContext, result: DisposableResult<QuickJSHandle, QuickJSHandle>, phase: "parse" | "run"): QuickJSHandle | SandboxOutcome {
+function settled(
+  context: QuickJSContext,
+  result: DisposableResult<QuickJSHandle, QuickJSHandle>,
+  phase: "parse" | "run",
+): QuickJSHandle | SandboxOutcome {
   if (!result.error) return result.value;
   const outcome = guestError(context, result.error, phase);
   result.error.dispose();
   return outcome;
 }
 
-const isOutcome = (value: QuickJSHandle | SandboxOutcome): value is SandboxOutcome => "ok" in value && typeof value.ok === "boolean";
+const isOutcome = (value: QuickJSHandle | SandboxOutcome): value is SandboxOutcome =>
+  "ok" in value && typeof value.ok === "boolean";
 
 /** Compiles without running: syntax errors and a missing top-level declaration. */
 function check(context: QuickJSContext, task: SandboxTask): SandboxOutcome {
   const compiled = settled(context, context.evalCode(task.source, "transformation.js", { compileOnly: true }), "parse");
-  if (isOutcome(compiled)) return compiled.ok || compiled.failure !== "runtime" ? compiled : failure("syntax", compiled.message.replace("transformation raised an error", "function source does not parse"));
+  if (isOutcome(compiled))
+    return compiled.ok || compiled.failure !== "runtime"
+      ? compiled
+      : failure("syntax", compiled.message.replace("transformation raised an error", "function source does not parse"));
   compiled.dispose();
-  if (!declaresJavaScriptFunction(task.source, task.functionName)) return failure("missing_function", `function_name '${task.functionName}' is not defined in the function source`);
+  if (!declaresJavaScriptFunction(task.source, task.functionName))
+    return failure("missing_function", `function_name '${task.functionName}' is not defined in the function source`);
   return { ok: true, outputJson: null };
 }
 
@@ -119,7 +154,11 @@ function run(context: QuickJSContext, runtime: QuickJSRuntime, task: SandboxRunT
     const loaded = settled(context, context.evalCode(task.source, "transformation.js"), "parse");
     if (isOutcome(loaded)) return loaded;
     loaded.dispose();
-    const start = settled(context, context.evalCode(harness(task.functionName, task.limits.outputBytes), "harness.js"), "run");
+    const start = settled(
+      context,
+      context.evalCode(harness(task.functionName, task.limits.outputBytes), "harness.js"),
+      "run",
+    );
     if (isOutcome(start)) return start;
     const inputs = context.newString(task.inputsJson);
     const called = settled(context, context.callFunction(start, context.undefined, inputs), "run");
@@ -153,20 +192,28 @@ function ask(context: QuickJSContext, verdictFn: QuickJSHandle, what: string): Q
 function readString(context: QuickJSContext, handle: QuickJSHandle | SandboxOutcome): string | SandboxOutcome {
   if (isOutcome(handle)) return handle;
   try {
-    return context.typeof(handle) === "string" ? context.getString(handle) : failure("crashed", "transformation stopped the sandbox's interpreter");
+    return context.typeof(handle) === "string"
+      ? context.getString(handle)
+      : failure("crashed", "transformation stopped the sandbox's interpreter");
   } finally {
     handle.dispose();
   }
 }
 
-function verdict(context: QuickJSContext, verdictFn: QuickJSHandle, task: SandboxRunTask, drain: QuickJSHandle): SandboxOutcome {
+function verdict(
+  context: QuickJSContext,
+  verdictFn: QuickJSHandle,
+  task: SandboxRunTask,
+  drain: QuickJSHandle,
+): SandboxOutcome {
   const state = readString(context, ask(context, verdictFn, "state"));
   if (typeof state !== "string") return state;
   switch (state) {
     case "ok": {
       const text = readString(context, ask(context, verdictFn, "out"));
       if (typeof text !== "string") return text;
-      if (text.length > task.limits.outputBytes) return failure("output_too_large", `transformation output exceeds ${task.limits.outputBytes} bytes`);
+      if (text.length > task.limits.outputBytes)
+        return failure("output_too_large", `transformation output exceeds ${task.limits.outputBytes} bytes`);
       return succeeded(text, guestLog(context, drain));
     }
     case "too_large":
@@ -216,13 +263,27 @@ export async function runJavaScript(task: SandboxTask, wasm: WebAssembly.Module)
     // by up to 96 MiB at a time: a typed-array flood grew it to 2 GiB. The memory is capped at
     // the limit plus the loader's initial 16 MiB (stack and static data), so growth past it fails
     // and QuickJS raises its out-of-memory error.
-    wasmMemory: new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: INITIAL_PAGES + Math.ceil(task.limits.memoryBytes / PAGE) }),
+    wasmMemory: new WebAssembly.Memory({
+      initial: INITIAL_PAGES,
+      maximum: INITIAL_PAGES + Math.ceil(task.limits.memoryBytes / PAGE),
+    }),
     emscriptenModule: {
-      instantiateWasm(imports: WebAssembly.Imports, onSuccess: (instance: WebAssembly.Instance) => void): WebAssembly.Exports {
+      instantiateWasm(
+        imports: WebAssembly.Imports,
+        onSuccess: (instance: WebAssembly.Instance) => void,
+      ): WebAssembly.Exports {
         // QuickJS's imports are emscripten's runtime (clock, heap growth) and quickjs-emscripten's
         // dispatchers to host functions, of which none is ever registered: each call costs the
         // same, plus the heap growth it caused (QuickJS has no output or file import it can reach).
-        const instance = new WebAssembly.Instance(wasm, meterImports(wasm, imports, () => fuel, () => ({})));
+        const instance = new WebAssembly.Instance(
+          wasm,
+          meterImports(
+            wasm,
+            imports,
+            () => fuel,
+            () => ({}),
+          ),
+        );
         fuel = instance.exports as unknown as FuelExports;
         fuel.loom_set_fuel(SETUP_FUEL);
         onSuccess(instance);

@@ -101,8 +101,16 @@ async function runInDynamicWorker(loader: WorkerLoader, task: SandboxTask, tenan
     }));
     const answer = worker
       .getEntrypoint()
-      .fetch("http://sandbox/run", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(task), signal: abandon.signal })
-      .then(async (response): Promise<SandboxOutcome> => (response.ok ? ((await response.json()) as SandboxOutcome) : crashed()));
+      .fetch("http://sandbox/run", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(task),
+        signal: abandon.signal,
+      })
+      .then(
+        async (response): Promise<SandboxOutcome> =>
+          response.ok ? ((await response.json()) as SandboxOutcome) : crashed(),
+      );
     answer.catch(() => undefined); // after the deadline its rejection (abandoned) is expected
     const first = await Promise.race([answer, deadline]);
     if (first === "deadline" || Date.now() - started > limit) {

@@ -51,7 +51,9 @@ export type SandboxFailure =
   | "unavailable";
 
 /** `logs`: what the function printed (`console.*` in JavaScript, `print` in Python), bounded by RunLog. */
-export type SandboxOutcome = { ok: true; outputJson: string | null; logs?: string[] } | { ok: false; failure: SandboxFailure; message: string };
+export type SandboxOutcome =
+  | { ok: true; outputJson: string | null; logs?: string[] }
+  | { ok: false; failure: SandboxFailure; message: string };
 
 /** Lines of printed output a run keeps, and the bytes of text they may hold together; a line is cut at LOG_LINE_BYTES. */
 export const LOG_MAX_LINES = 100;
@@ -120,7 +122,9 @@ export class RunLog {
 
   lines(): string[] {
     if (this.pendingLength) this.flush();
-    return this.dropped ? [...this.kept, `[more output dropped: a run keeps ${LOG_MAX_LINES} lines, ${LOG_MAX_BYTES} bytes]`] : [...this.kept];
+    return this.dropped
+      ? [...this.kept, `[more output dropped: a run keeps ${LOG_MAX_LINES} lines, ${LOG_MAX_BYTES} bytes]`]
+      : [...this.kept];
   }
 }
 
@@ -162,11 +166,14 @@ export const HOST_REFUSED = "transformation tried to reach the host, which the s
 
 /** Maps an error thrown out of the interpreter's wasm (a trap, a host stack overflow, a refused import) to an outcome. */
 export function hostFault(error: unknown, exports: FuelExports | undefined): SandboxOutcome {
-  if (fuelSpent(exports) || error instanceof FuelSpent) return failure("fuel", "transformation exceeded its instruction budget");
+  if (fuelSpent(exports) || error instanceof FuelSpent)
+    return failure("fuel", "transformation exceeded its instruction budget");
   if (error instanceof HostRefused) return failure("runtime", HOST_REFUSED);
   if (error instanceof FilesTooLarge) return failure("memory", "transformation exceeded its memory limit");
-  if (error instanceof RangeError && /call stack/i.test(error.message)) return failure("stack", "transformation exceeded its stack limit");
-  if (error instanceof WebAssembly.RuntimeError && /memory|out of bounds/i.test(error.message)) return failure("memory", "transformation exceeded its memory limit");
+  if (error instanceof RangeError && /call stack/i.test(error.message))
+    return failure("stack", "transformation exceeded its stack limit");
+  if (error instanceof WebAssembly.RuntimeError && /memory|out of bounds/i.test(error.message))
+    return failure("memory", "transformation exceeded its memory limit");
   return failure("crashed", "transformation stopped the sandbox's interpreter");
 }
 

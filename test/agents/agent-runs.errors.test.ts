@@ -3,7 +3,19 @@ import { seedOrg } from "../helpers";
 import { createKb, indexText } from "../knowledge-bases/kb-fixtures";
 import { fakeServices } from "../pipelines/fixtures";
 import { NodeFailure } from "../../src/features/pipelines/pipeline-services";
-import { createAgent, messagesOf, OPENAI, openAiKey, run, scriptedOpenAi, tool, useAgentDeps, v1, withOpenAi, type Body } from "./agent-run-fixtures";
+import {
+  createAgent,
+  messagesOf,
+  OPENAI,
+  openAiKey,
+  run,
+  scriptedOpenAi,
+  tool,
+  useAgentDeps,
+  v1,
+  withOpenAi,
+  type Body,
+} from "./agent-run-fixtures";
 import { FakeNetwork } from "../providers/fake-providers";
 import { env } from "cloudflare:test";
 import { runStub } from "../../src/features/agents/agent-runs.service";
@@ -21,7 +33,11 @@ async function agentWithKb(fields: Body = {}) {
   await withOpenAi(org);
   const kb = await createKb(org.owner.apiKey);
   await indexText(org.owner.apiKey, kb, "a.txt", "Checklists are read aloud before every flight.");
-  const agentId = await createAgent(org.owner.apiKey, { llm_client_key: openAiKey, tools: { a: tool("knowledge_base", kb, { name: "kb" }) }, ...fields });
+  const agentId = await createAgent(org.owner.apiKey, {
+    llm_client_key: openAiKey,
+    tools: { a: tool("knowledge_base", kb, { name: "kb" }) },
+    ...fields,
+  });
   return { org, kb, agentId };
 }
 
@@ -32,7 +48,11 @@ describe("agent runs: limits end the run with a clear error and the steps so far
     const { org, agentId } = await agentWithKb({ max_steps: 2 });
     const { status, body } = await run(org.owner.apiKey, agentId, { inputs: { question: "loop" } });
     expect(status).toBe(200);
-    expect(body).toMatchObject({ status: "failed", state: "failed", error: "run reached its step limit of 2 model turns (max_steps) without a final answer" });
+    expect(body).toMatchObject({
+      status: "failed",
+      state: "failed",
+      error: "run reached its step limit of 2 model turns (max_steps) without a final answer",
+    });
     expect((body.steps as Body[]).map((s) => s.type)).toEqual(["model", "tool_result", "model", "tool_result"]);
     expect(net.to("api.openai.com")).toHaveLength(2);
   });
@@ -42,7 +62,11 @@ describe("agent runs: limits end the run with a clear error and the steps so far
     restore = useAgentDeps(() => ({ providers: { fetch: net.fetch } }));
     const { org, agentId } = await agentWithKb({ token_budget: 150 });
     const { body } = await run(org.owner.apiKey, agentId, { inputs: { question: "loop" } });
-    expect(body).toMatchObject({ status: "failed", error: "run used 220 tokens, its token budget is 150 (token_budget)", usage: { input_tokens: 200, output_tokens: 20 } });
+    expect(body).toMatchObject({
+      status: "failed",
+      error: "run used 220 tokens, its token budget is 150 (token_budget)",
+      usage: { input_tokens: 200, output_tokens: 20 },
+    });
     expect(body.steps as Body[]).toHaveLength(4);
   });
 
@@ -71,7 +95,16 @@ describe("agent runs: limits end the run with a clear error and the steps so far
   });
 
   it("a failing tool and an unknown tool name are results the model sees; the run goes on", async () => {
-    const net = scriptedOpenAi((request, i) => (i === 0 ? { calls: [{ name: "kb", arguments: { query: "x" } }, { name: "nope", arguments: {} }] } : { text: "recovered" }));
+    const net = scriptedOpenAi((_request, i) =>
+      i === 0
+        ? {
+            calls: [
+              { name: "kb", arguments: { query: "x" } },
+              { name: "nope", arguments: {} },
+            ],
+          }
+        : { text: "recovered" },
+    );
     restore = useAgentDeps((e) => ({
       providers: { fetch: net.fetch },
       services: fakeServices(e, {
@@ -87,7 +120,9 @@ describe("agent runs: limits end the run with a clear error and the steps so far
   });
 
   it("a model that fails ends the run with the provider's reason", async () => {
-    const net = new FakeNetwork().on(OPENAI, () => Response.json({ error: { message: "model overloaded" } }, { status: 400 }));
+    const net = new FakeNetwork().on(OPENAI, () =>
+      Response.json({ error: { message: "model overloaded" } }, { status: 400 }),
+    );
     restore = useAgentDeps(() => ({ providers: { fetch: net.fetch, maxRetries: 0 } }));
     const { org, agentId } = await agentWithKb();
     const { body } = await run(org.owner.apiKey, agentId, { inputs: { question: "x" } });
@@ -100,22 +135,56 @@ describe("agent records: documented failures", () => {
   it("a key in llm_client_key is refused, never echoed; bad tools and inputs are 400s in the Group A shape", async () => {
     const org = await seedOrg();
     const key = "sk-should-never-be-stored-123";
-    const refused = await v1(org.owner.apiKey, "POST", "/v1/agent", { name: "k", llm_client_key: { provider: "openai", model_id: "gpt-4o", api_key: key } });
+    const refused = await v1(org.owner.apiKey, "POST", "/v1/agent", {
+      name: "k",
+      llm_client_key: { provider: "openai", model_id: "gpt-4o", api_key: key },
+    });
     expect(refused.status).toBe(400);
     expect(refused.body.status).toBe("failed");
     expect(JSON.stringify(refused.body)).not.toContain(key);
-    const badKind = await v1(org.owner.apiKey, "POST", "/v1/agent", { name: "k", tools: { t: { name: "t", value: { node_type: "shell", inputs: {} } } } });
-    expect(badKind).toMatchObject({ status: 400, body: { status: "failed", error: "tools.t.value.node_type: 'shell' is not one of knowledge_base, transformation, pipeline, agent, ask_user" } });
-    const noTarget = await v1(org.owner.apiKey, "POST", "/v1/agent", { name: "k", tools: { t: { name: "t", value: { node_type: "knowledge_base", inputs: {} } } } });
-    expect(noTarget).toMatchObject({ status: 400, body: { error: "tools.t: name the knowledge base in value.inputs.knowledge_base.value" } });
-    const unknownKb = await v1(org.owner.apiKey, "POST", "/v1/agent", { name: "k", tools: { t: tool("knowledge_base", "0123456789abcdef01234567") } });
-    expect(unknownKb).toMatchObject({ status: 400, body: { error: "tools.t: knowledge base 0123456789abcdef01234567 does not exist or you cannot use it" } });
+    const badKind = await v1(org.owner.apiKey, "POST", "/v1/agent", {
+      name: "k",
+      tools: { t: { name: "t", value: { node_type: "shell", inputs: {} } } },
+    });
+    expect(badKind).toMatchObject({
+      status: 400,
+      body: {
+        status: "failed",
+        error:
+          "tools.t.value.node_type: 'shell' is not one of knowledge_base, transformation, pipeline, agent, ask_user",
+      },
+    });
+    const noTarget = await v1(org.owner.apiKey, "POST", "/v1/agent", {
+      name: "k",
+      tools: { t: { name: "t", value: { node_type: "knowledge_base", inputs: {} } } },
+    });
+    expect(noTarget).toMatchObject({
+      status: 400,
+      body: { error: "tools.t: name the knowledge base in value.inputs.knowledge_base.value" },
+    });
+    const unknownKb = await v1(org.owner.apiKey, "POST", "/v1/agent", {
+      name: "k",
+      tools: { t: tool("knowledge_base", "0123456789abcdef01234567") },
+    });
+    expect(unknownKb).toMatchObject({
+      status: 400,
+      body: { error: "tools.t: knowledge base 0123456789abcdef01234567 does not exist or you cannot use it" },
+    });
     const agentId = await createAgent(org.owner.apiKey);
     const badInput = await run(org.owner.apiKey, agentId, { inputs: { nope: "x" } });
-    expect(badInput).toMatchObject({ status: 400, body: { error: "inputs.nope: the agent has no input of that name; its inputs are question" } });
+    expect(badInput).toMatchObject({
+      status: 400,
+      body: { error: "inputs.nope: the agent has no input of that name; its inputs are question" },
+    });
     const notPaused = await run(org.owner.apiKey, agentId, { inputs: { question: "x" } });
-    const resume = await v1(org.owner.apiKey, "POST", `/v1/agent/${agentId}/resume`, { run_id: notPaused.body.run_id, approve: ["c"] });
-    expect(resume).toMatchObject({ status: 409, body: { status: "failed", error: `run ${String(notPaused.body.run_id)} is completed, not paused` } });
+    const resume = await v1(org.owner.apiKey, "POST", `/v1/agent/${agentId}/resume`, {
+      run_id: notPaused.body.run_id,
+      approve: ["c"],
+    });
+    expect(resume).toMatchObject({
+      status: 409,
+      body: { status: "failed", error: `run ${String(notPaused.body.run_id)} is completed, not paused` },
+    });
   });
 });
 
@@ -125,15 +194,31 @@ describe("agent runs: nesting and ending", () => {
     await withOpenAi(org);
     const net = scriptedOpenAi((request) => {
       const result = ((request.json?.messages ?? []) as Body[]).find((m) => m.role === "tool");
-      return result ? { text: `got: ${String(result.content)}` } : { calls: [{ name: "next", arguments: { input: "go on" } }] };
+      return result
+        ? { text: `got: ${String(result.content)}` }
+        : { calls: [{ name: "next", arguments: { input: "go on" } }] };
     });
     restore = useAgentDeps(() => ({ providers: { fetch: net.fetch } }));
     const a = await createAgent(org.owner.apiKey, { name: "cycle-a", llm_client_key: openAiKey });
-    const b = await createAgent(org.owner.apiKey, { llm_client_key: openAiKey, tools: { n: tool("agent", a, { name: "next" }) } });
-    expect((await v1(org.owner.apiKey, "POST", `/v1/update/agent/${a}`, { name: "cycle-a", llm_client_key: openAiKey, inputs: { i: { name: "question" } }, tools: { n: tool("agent", b, { name: "next" }) } })).status).toBe(200);
+    const b = await createAgent(org.owner.apiKey, {
+      llm_client_key: openAiKey,
+      tools: { n: tool("agent", a, { name: "next" }) },
+    });
+    expect(
+      (
+        await v1(org.owner.apiKey, "POST", `/v1/update/agent/${a}`, {
+          name: "cycle-a",
+          llm_client_key: openAiKey,
+          inputs: { i: { name: "question" } },
+          tools: { n: tool("agent", b, { name: "next" }) },
+        })
+      ).status,
+    ).toBe(200);
     const { body } = await run(org.owner.apiKey, a, { inputs: { question: "loop" } });
     expect(body.status).toBe("success");
-    expect(String((body.outputs as Body).output ?? (body.outputs as Body).answer)).toContain("agents may call other agents at most 3 deep");
+    expect(String((body.outputs as Body).output ?? (body.outputs as Body).answer)).toContain(
+      "agents may call other agents at most 3 deep",
+    );
     // Four runs: a (depth 0), b (1), a (2), b (3); the fifth was refused.
     const runsOfA = (await v1(org.owner.apiKey, "GET", `/v1/agent/${a}/runs`)).body.runs as Body[];
     const runsOfB = (await v1(org.owner.apiKey, "GET", `/v1/agent/${b}/runs`)).body.runs as Body[];
@@ -145,12 +230,20 @@ describe("agent runs: nesting and ending", () => {
     await withOpenAi(org);
     const net = scriptedOpenAi([{ calls: [{ name: "ask", arguments: { question: "?" } }] }]);
     restore = useAgentDeps(() => ({ providers: { fetch: net.fetch } }));
-    const agentId = await createAgent(org.owner.apiKey, { llm_client_key: openAiKey, tools: { q: tool("ask_user", null, { name: "ask" }) } });
+    const agentId = await createAgent(org.owner.apiKey, {
+      llm_client_key: openAiKey,
+      tools: { q: tool("ask_user", null, { name: "ask" }) },
+    });
     const paused = await run(org.owner.apiKey, agentId, { inputs: { question: "x" } });
     expect(paused.body.state).toBe("paused");
-    expect((await v1(org.owner.apiKey, "POST", `/v1/agent/${agentId}/terminate`, { run_id: paused.body.run_id })).status).toBe(200);
+    expect(
+      (await v1(org.owner.apiKey, "POST", `/v1/agent/${agentId}/terminate`, { run_id: paused.body.run_id })).status,
+    ).toBe(200);
     const again = await v1(org.owner.apiKey, "POST", `/v1/agent/${agentId}/terminate`, { run_id: paused.body.run_id });
-    expect(again).toMatchObject({ status: 409, body: { error: `run ${String(paused.body.run_id)} already ended (terminated)` } });
+    expect(again).toMatchObject({
+      status: 409,
+      body: { error: `run ${String(paused.body.run_id)} already ended (terminated)` },
+    });
     const status = await v1(org.owner.apiKey, "GET", `/v1/agent/${agentId}/run/status/${String(paused.body.run_id)}`);
     expect(status.body.run).toMatchObject({ status: "terminated", error: "terminated by request" });
   });
@@ -160,10 +253,12 @@ describe("agent runs: nesting and ending", () => {
     await withOpenAi(org);
     const net = scriptedOpenAi([{ calls: [{ name: "ask", arguments: { question: "?" } }] }]);
     restore = useAgentDeps(() => ({ providers: { fetch: net.fetch } }));
-    const agentId = await createAgent(org.owner.apiKey, { llm_client_key: openAiKey, tools: { q: tool("ask_user", null, { name: "ask" }) } });
+    const agentId = await createAgent(org.owner.apiKey, {
+      llm_client_key: openAiKey,
+      tools: { q: tool("ask_user", null, { name: "ask" }) },
+    });
     const paused = await run(org.owner.apiKey, agentId, { inputs: { question: "x" } });
     expect((await v1(org.owner.apiKey, "DELETE", `/v1/agent/${agentId}`)).status).toBe(200);
     expect(await runStub(env, String(paused.body.run_id)).status()).toMatchObject({ status: "terminated" });
   });
 });
-

@@ -19,8 +19,13 @@ function scriptedAnthropic(): FakeNetwork {
   return new FakeNetwork().on(ANTHROPIC, (request) => {
     n += 1;
     const streamed = request.json?.stream === true;
-    if (n === 1) return streamed ? anthropicStream(["Let me look."], { id: "toolu_1", name: "kb", jsonPieces: ['{"que', 'ry": "wind"}'] }) : anthropicMessage("Let me look.", { id: "toolu_1", name: "kb", input: { query: "wind" } });
-    return streamed ? anthropicStream(["Crosswind ", "limit is 20 knots."]) : anthropicMessage("Crosswind limit is 20 knots.");
+    if (n === 1)
+      return streamed
+        ? anthropicStream(["Let me look."], { id: "toolu_1", name: "kb", jsonPieces: ['{"que', 'ry": "wind"}'] })
+        : anthropicMessage("Let me look.", { id: "toolu_1", name: "kb", input: { query: "wind" } });
+    return streamed
+      ? anthropicStream(["Crosswind ", "limit is 20 knots."])
+      : anthropicMessage("Crosswind limit is 20 knots.");
   });
 }
 
@@ -30,17 +35,29 @@ describe("agent runs: Anthropic tool calling", () => {
     await connect(org, { name: "claude", kind: "anthropic", secret: "sk-ant-agent-4242" });
     const kb = await createKb(org.owner.apiKey);
     await indexText(org.owner.apiKey, kb, "limits.txt", "The crosswind limit is 20 knots.");
-    const agentId = await createAgent(org.owner.apiKey, { llm_client_key: { provider: "anthropic", model_id: "claude-sonnet-4-5" }, tools: { a: tool("knowledge_base", kb, { name: "kb" }) } });
+    const agentId = await createAgent(org.owner.apiKey, {
+      llm_client_key: { provider: "anthropic", model_id: "claude-sonnet-4-5" },
+      tools: { a: tool("knowledge_base", kb, { name: "kb" }) },
+    });
 
     const net = scriptedAnthropic();
     restore = useAgentDeps(() => ({ providers: { fetch: net.fetch } }));
     const { body } = await run(org.owner.apiKey, agentId, { inputs: { question: "crosswind limit?" } });
     expect(body).toMatchObject({ status: "success", outputs: { answer: "Crosswind limit is 20 knots." } });
     const [first, second] = net.received;
-    expect(first.json).toMatchObject({ model: "claude-sonnet-4-5", tools: [{ name: "kb", input_schema: { type: "object", required: ["query"] } }] });
+    expect(first.json).toMatchObject({
+      model: "claude-sonnet-4-5",
+      tools: [{ name: "kb", input_schema: { type: "object", required: ["query"] } }],
+    });
     expect(typeof first.json?.system).toBe("string");
     const messages = second.json?.messages as { role: string; content: Body[] }[];
-    expect(messages[1]).toMatchObject({ role: "assistant", content: [{ type: "text", text: "Let me look." }, { type: "tool_use", id: "toolu_1", name: "kb", input: { query: "wind" } }] });
+    expect(messages[1]).toMatchObject({
+      role: "assistant",
+      content: [
+        { type: "text", text: "Let me look." },
+        { type: "tool_use", id: "toolu_1", name: "kb", input: { query: "wind" } },
+      ],
+    });
     expect(messages[2].role).toBe("user");
     expect(messages[2].content[0]).toMatchObject({ type: "tool_result", tool_use_id: "toolu_1" });
     expect(String(messages[2].content[0].content)).toContain("20 knots");
@@ -48,7 +65,12 @@ describe("agent runs: Anthropic tool calling", () => {
     const streamNet = scriptedAnthropic();
     restore();
     restore = useAgentDeps(() => ({ providers: { fetch: streamNet.fetch } }));
-    const streamed = await (await call(`/v1/agent/${agentId}/run`, json({ inputs: { question: "crosswind limit?" }, stream: true }, bearer(org.owner.apiKey)))).text();
+    const streamed = await (
+      await call(
+        `/v1/agent/${agentId}/run`,
+        json({ inputs: { question: "crosswind limit?" }, stream: true }, bearer(org.owner.apiKey)),
+      )
+    ).text();
     expect(streamed).toContain('"type":"tool_call","id":"toolu_1","name":"kb","arguments":{"query":"wind"}');
     expect(streamed).toContain('"type":"final"');
     expect(streamed).toContain("Crosswind limit is 20 knots.");

@@ -8,13 +8,28 @@ describe("agents: happy paths", () => {
     const org = await seedOrg();
     const token = org.owner.token;
     const agent = await addAgent(token, { name: "wing-expert" });
-    expect(agent).toMatchObject({ name: "wing-expert", config: { instructions: "be brief" }, tags: ["aero"], published: false, ownerId: org.owner.userId });
+    expect(agent).toMatchObject({
+      name: "wing-expert",
+      config: { instructions: "be brief" },
+      tags: ["aero"],
+      published: false,
+      ownerId: org.owner.userId,
+    });
     const [, mine] = await get("/agents/my", token);
     expect((mine as Json[]).map((a) => a._id)).toEqual([agent._id]);
 
-    const [status, dup] = await send("/agents/duplicate", token, "POST", { agent_id: String(agent._id), name: "wing-expert-2", description: "A copy" });
+    const [status, dup] = await send("/agents/duplicate", token, "POST", {
+      agent_id: String(agent._id),
+      name: "wing-expert-2",
+      description: "A copy",
+    });
     expect(status).toBe(200);
-    expect(dup.agent).toMatchObject({ name: "wing-expert-2", description: "A copy", sourceAgentId: agent._id, config: { instructions: "be brief" } });
+    expect(dup.agent).toMatchObject({
+      name: "wing-expert-2",
+      description: "A copy",
+      sourceAgentId: agent._id,
+      config: { instructions: "be brief" },
+    });
 
     expect((await send("/agents/delete", token, "DELETE", { agent_id: String(agent._id) }))[0]).toBe(200);
     const [, after] = await get("/agents/my", token);
@@ -27,7 +42,10 @@ describe("agents: happy paths", () => {
     const org = await seedOrg();
     const member = await org.addMember("member");
     const agent = await addAgent(org.owner.token);
-    const [shareStatus, shared] = await send("/agents/share", org.owner.token, "POST", { agent_id: String(agent._id), emails: member.email });
+    const [shareStatus, shared] = await send("/agents/share", org.owner.token, "POST", {
+      agent_id: String(agent._id),
+      emails: member.email,
+    });
     expect([shareStatus, shared.shared_with]).toEqual([200, [member.userId]]);
 
     const [, list] = await send("/agents/shared", member.token, "POST");
@@ -35,7 +53,9 @@ describe("agents: happy paths", () => {
     const [, all] = await get("/agents", member.token);
     expect(((all as Json).agents as Json[]).find((a) => a._id === agent._id)).toMatchObject({ sharedWithMe: true });
 
-    const [copyStatus, copy] = await send("/agents/shared/add-to-agents", member.token, "POST", { agent_id: String(agent._id) });
+    const [copyStatus, copy] = await send("/agents/shared/add-to-agents", member.token, "POST", {
+      agent_id: String(agent._id),
+    });
     expect(copyStatus).toBe(200);
     expect(copy.agent).toMatchObject({ ownerId: member.userId, sourceAgentId: agent._id });
 
@@ -47,8 +67,14 @@ describe("agents: happy paths", () => {
   it("publishes to a marketplace other organizations browse, favorite and import; unpublishes", async () => {
     const author = await seedOrg();
     const visitor = await seedOrg();
-    const agent = await addAgent(author.owner.token, { name: "market-agent", config: { instructions: "cite sources" } });
-    const [pubStatus, published] = await send("/agents/publish", author.owner.token, "POST", { agent_id: String(agent._id), category: "research" });
+    const agent = await addAgent(author.owner.token, {
+      name: "market-agent",
+      config: { instructions: "cite sources" },
+    });
+    const [pubStatus, published] = await send("/agents/publish", author.owner.token, "POST", {
+      agent_id: String(agent._id),
+      category: "research",
+    });
     expect(pubStatus).toBe(200);
     expect(published.agent).toMatchObject({ published: true, category: "research" });
 
@@ -62,23 +88,43 @@ describe("agents: happy paths", () => {
     expect(page.status).toBe(200);
     expect(await page.json()).toMatchObject({ _id: agent._id, name: "market-agent" });
 
-    expect((await send(`/agents/favorites/add?agent_id=${String(agent._id)}`, visitor.owner.token, "POST"))[0]).toBe(200);
+    expect((await send(`/agents/favorites/add?agent_id=${String(agent._id)}`, visitor.owner.token, "POST"))[0]).toBe(
+      200,
+    );
     const [, favorites] = await get("/agents/favorites/", visitor.owner.token);
     expect(((favorites as Json).favorites as Json[]).map((a) => a._id)).toEqual([agent._id]);
 
-    const imported = await call(`/agents/imported/add?agent_id=${String(agent._id)}`, { method: "POST", headers: { authorization: `Bearer ${visitor.owner.token}`, "content-type": "application/x-www-form-urlencoded" }, body: "name=my-copy" });
+    const imported = await call(`/agents/imported/add?agent_id=${String(agent._id)}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${visitor.owner.token}`, "content-type": "application/x-www-form-urlencoded" },
+      body: "name=my-copy",
+    });
     expect(imported.status).toBe(200);
     const copy = ((await imported.json()) as { agent: Json }).agent;
-    expect(copy).toMatchObject({ name: "my-copy", orgId: visitor.orgId, ownerId: visitor.owner.userId, sourceAgentId: agent._id, config: { instructions: "cite sources" } });
+    expect(copy).toMatchObject({
+      name: "my-copy",
+      orgId: visitor.orgId,
+      ownerId: visitor.owner.userId,
+      sourceAgentId: agent._id,
+      config: { instructions: "cite sources" },
+    });
     const [, importedList] = await get("/agents/imported/", visitor.owner.token);
     expect(((importedList as Json).agents as Json[]).map((a) => a._id)).toEqual([copy._id]);
     const [, counted] = await get("/agents/published", visitor.owner.token);
     expect((counted as Json[]).find((a) => a._id === agent._id)).toMatchObject({ favorites: 1, imports: 1 });
 
-    expect((await send("/agents/imported/remove", visitor.owner.token, "DELETE", { agent_id: String(agent._id) }))[0]).toBe(200);
-    expect((await send(`/agents/favorites/remove?agent_id=${String(agent._id)}`, visitor.owner.token, "DELETE"))[0]).toBe(200);
+    expect(
+      (await send("/agents/imported/remove", visitor.owner.token, "DELETE", { agent_id: String(agent._id) }))[0],
+    ).toBe(200);
+    expect(
+      (await send(`/agents/favorites/remove?agent_id=${String(agent._id)}`, visitor.owner.token, "DELETE"))[0],
+    ).toBe(200);
 
-    expect((await send(`/agents/unpublish/${String(agent._id)}?agent_id=${String(agent._id)}`, author.owner.token, "DELETE"))[0]).toBe(200);
+    expect(
+      (
+        await send(`/agents/unpublish/${String(agent._id)}?agent_id=${String(agent._id)}`, author.owner.token, "DELETE")
+      )[0],
+    ).toBe(200);
     expect((await call(`/agents/id/${String(agent._id)}`)).status).toBe(404);
   });
 });

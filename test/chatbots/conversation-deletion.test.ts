@@ -26,14 +26,22 @@ function gatedApp() {
   return { app, inAnswer, release };
 }
 
-const deletions: { what: string; remove: (app: ChatbotApp, org: Org, chatbotId: string, conversationId: string) => Response | Promise<Response> }[] = [
+const deletions: {
+  what: string;
+  remove: (app: ChatbotApp, org: Org, chatbotId: string, conversationId: string) => Response | Promise<Response>;
+}[] = [
   {
     what: "the conversation",
-    remove: (app, org, _chatbotId, conversationId) => app.request("/chatbots/conversations/delete", form({ conversation_id: conversationId }, bearer(org.owner.token), "DELETE")),
+    remove: (app, org, _chatbotId, conversationId) =>
+      app.request(
+        "/chatbots/conversations/delete",
+        form({ conversation_id: conversationId }, bearer(org.owner.token), "DELETE"),
+      ),
   },
   {
     what: "the chatbot",
-    remove: (app, org, chatbotId) => app.request(`/v1/chatbot/${chatbotId}`, { method: "DELETE", headers: bearer(org.owner.apiKey) }),
+    remove: (app, org, chatbotId) =>
+      app.request(`/v1/chatbot/${chatbotId}`, { method: "DELETE", headers: bearer(org.owner.apiKey) }),
   },
 ];
 
@@ -61,7 +69,10 @@ describe("chatbots: deleting a conversation while it is answered", () => {
       // The queued message is released by the deletion itself, before the answer ahead of it ends.
       const waiting = await queued;
       expect(waiting.status).toBe(409);
-      expect(waiting.body).toEqual({ status: "failed", error: "the conversation was deleted before this message was answered" });
+      expect(waiting.body).toEqual({
+        status: "failed",
+        error: "the conversation was deleted before this message was answered",
+      });
 
       release();
       expect(await events.next()).toEqual({ type: "stream", output_value: " more" });

@@ -14,14 +14,27 @@ describe("ConversationObject", () => {
       const restarted = new ConversationObject(state, env);
       // The constructor's start-up work runs under blockConcurrencyWhile; a later block runs after it.
       await state.blockConcurrencyWhile(async () => undefined);
-      expect((await restarted.read()).messages[0]).toMatchObject({ content: "question", status: "failed", error: "interrupted" });
+      expect((await restarted.read()).messages[0]).toMatchObject({
+        content: "question",
+        status: "failed",
+        error: "interrupted",
+      });
       expect(await restarted.proceed(first.userMessageId)).toBe(true);
-      const stored = await restarted.complete(first.userMessageId, { content: "late answer", status: "complete", ...done });
+      const stored = await restarted.complete(first.userMessageId, {
+        content: "late answer",
+        status: "complete",
+        ...done,
+      });
       expect(stored.ok).toBe(true);
       // Completing twice stores nothing more.
-      expect((await restarted.complete(first.userMessageId, { content: "again", status: "complete", ...done })).ok).toBe(false);
+      expect(
+        (await restarted.complete(first.userMessageId, { content: "again", status: "complete", ...done })).ok,
+      ).toBe(false);
       const { messages } = await restarted.read();
-      expect(messages.map((m) => `${m.role}:${m.content}:${m.status}`)).toEqual(["user:question:complete", "assistant:late answer:complete"]);
+      expect(messages.map((m) => `${m.role}:${m.content}:${m.status}`)).toEqual([
+        "user:question:complete",
+        "assistant:late answer:complete",
+      ]);
       const next = await restarted.begin({ text: "follow-up", historyBudget: 1000, turnTimeoutMs: 60_000 });
       expect(next.ok && next.history).toEqual([
         { role: "user", content: "question" },
@@ -36,8 +49,14 @@ describe("ConversationObject", () => {
     const next: BeginResult = await stub.begin({ text: "next", historyBudget: 1000, turnTimeoutMs: 60_000 });
     expect(next.ok).toBe(true);
     expect(await stub.proceed(slow.userMessageId)).toBe(false);
-    expect((await stub.complete(slow.userMessageId, { content: "too late", status: "complete", ...done })).ok).toBe(false);
+    expect((await stub.complete(slow.userMessageId, { content: "too late", status: "complete", ...done })).ok).toBe(
+      false,
+    );
     const { messages } = await stub.read();
-    expect(messages.map((m) => `${m.role}:${m.status}:${m.error ?? ""}`)).toEqual(["user:failed:", "assistant:failed:the answer took too long", "user:pending:"]);
+    expect(messages.map((m) => `${m.role}:${m.status}:${m.error ?? ""}`)).toEqual([
+      "user:failed:",
+      "assistant:failed:the answer took too long",
+      "user:pending:",
+    ]);
   });
 });

@@ -16,18 +16,32 @@ describe("chatbots: follow-up questions from a generating model", () => {
   }
 
   it("asks for exactly the configured number, about the question and its answer, and keeps clean questions", async () => {
-    const { net, model } = await modelAnswering("1. How is the slipstream measured?\n- What about drag?\n\n3) Does the wing stall earlier?\n");
-    const questions = await followUpQuestions(model, "How does lift change in a slipstream?", "Lift increases with the slipstream [1].", 2, new AbortController().signal);
+    const { net, model } = await modelAnswering(
+      "1. How is the slipstream measured?\n- What about drag?\n\n3) Does the wing stall earlier?\n",
+    );
+    const questions = await followUpQuestions(
+      model,
+      "How does lift change in a slipstream?",
+      "Lift increases with the slipstream [1].",
+      2,
+      new AbortController().signal,
+    );
     expect(questions).toEqual(["How is the slipstream measured?", "What about drag?"]);
     expect(net.received).toHaveLength(1);
     const messages = net.received[0]?.json?.messages as { role: string; content: string }[];
     expect(messages[0]?.content).toContain("Give exactly 2.");
-    expect(messages[1]?.content).toBe("Question: How does lift change in a slipstream?\n\nAnswer: Lift increases with the slipstream [1].");
+    expect(messages[1]?.content).toBe(
+      "Question: How does lift change in a slipstream?\n\nAnswer: Lift increases with the slipstream [1].",
+    );
   });
 
   it("drops blank and overlong lines, and never returns more than asked", async () => {
     const { model } = await modelAnswering(`* First?\n\n${"x".repeat(400)}\n• Second?\n2. Third?\n4. Fourth?`);
-    expect(await followUpQuestions(model, "q", "a", 3, new AbortController().signal)).toEqual(["First?", "Second?", "Third?"]);
+    expect(await followUpQuestions(model, "q", "a", 3, new AbortController().signal)).toEqual([
+      "First?",
+      "Second?",
+      "Third?",
+    ]);
   });
 
   it("makes no call when none are wanted, when the run was stopped, or for the extractive answerer", async () => {

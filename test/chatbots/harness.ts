@@ -4,7 +4,12 @@ import type { AppBindings, Env } from "../../src/env";
 import { renderError, renderNotFound } from "../../src/lib/render-error";
 import { requestId } from "../../src/middleware/request-id";
 import { registerChatbotRoutes } from "../../src/features/chatbots/chatbots.routes";
-import type { AnswerEvent, AnswerInput, ChatbotServices, MessageSource } from "../../src/features/chatbots/chatbot-services";
+import type {
+  AnswerEvent,
+  AnswerInput,
+  ChatbotServices,
+  MessageSource,
+} from "../../src/features/chatbots/chatbot-services";
 import type { StoredMessage } from "../../src/durable-objects/conversation-object";
 import { bearer, json } from "../helpers";
 
@@ -15,7 +20,14 @@ export interface Recorded {
   transcribed: { mimeType: string; size: number }[];
 }
 
-export const KB_SOURCE: MessageSource = { knowledgeBaseId: "0".repeat(24), documentId: "1".repeat(24), chunkId: "c1", name: "handbook.md", score: 0.9, text: "Loom stores messages in order." };
+export const KB_SOURCE: MessageSource = {
+  knowledgeBaseId: "0".repeat(24),
+  documentId: "1".repeat(24),
+  chunkId: "c1",
+  name: "handbook.md",
+  score: 0.9,
+  text: "Loom stores messages in order.",
+};
 
 /**
  * In-test ChatbotServices: answers "Answer to <question> (after <n> messages)" word by word, so
@@ -32,7 +44,12 @@ export function fakeServices(recorded: Recorded, overrides: Partial<ChatbotServi
         text += piece;
         yield { type: "text", text: piece };
       }
-      yield { type: "done", text, answeredBy: input.model ?? "loom/extractive", followUpQuestions: ["What else?", "Why?", "How?", "When?", "Who?", "Where?"] };
+      yield {
+        type: "done",
+        text,
+        answeredBy: input.model ?? "loom/extractive",
+        followUpQuestions: ["What else?", "Why?", "How?", "When?", "Who?", "Where?"],
+      };
     },
     async queryKnowledgeBases(query) {
       return query.knowledgeBaseIds.length > 0 ? [KB_SOURCE] : [];
@@ -65,10 +82,15 @@ export function chatbotApp(overrides: Partial<ChatbotServices> = {}, envOverride
   app.notFound(renderNotFound);
   registerChatbotRoutes(app, { services: () => fakeServices(recorded, overrides) });
   const pending: Promise<unknown>[] = [];
-  const ctx = { waitUntil: (p: Promise<unknown>) => void pending.push(p), passThroughOnException: () => undefined, props: {} } as unknown as ExecutionContext;
+  const ctx = {
+    waitUntil: (p: Promise<unknown>) => void pending.push(p),
+    passThroughOnException: () => undefined,
+    props: {},
+  } as unknown as ExecutionContext;
   return {
     recorded,
-    request: (path: string, init: RequestInit = {}) => app.request(`http://loom.test${path}`, init, { ...env, ...envOverrides }, ctx),
+    request: (path: string, init: RequestInit = {}) =>
+      app.request(`http://loom.test${path}`, init, { ...env, ...envOverrides }, ctx),
     /** Waits for background work (webhook replies) to finish. */
     settle: async () => {
       while (pending.length > 0) await Promise.all(pending.splice(0));
@@ -78,8 +100,24 @@ export function chatbotApp(overrides: Partial<ChatbotServices> = {}, envOverride
 
 export type ChatbotApp = ReturnType<typeof chatbotApp>;
 
-export async function createChatbot(app: ChatbotApp, apiKey: string, fields: Record<string, unknown> = {}): Promise<string> {
-  const res = await app.request("/v1/chatbot", json({ name: `bot-${crypto.randomUUID()}`, description: "a test bot", system_prompt: "Be brief.", follow_up_questions: 2, ...fields }, bearer(apiKey)));
+export async function createChatbot(
+  app: ChatbotApp,
+  apiKey: string,
+  fields: Record<string, unknown> = {},
+): Promise<string> {
+  const res = await app.request(
+    "/v1/chatbot",
+    json(
+      {
+        name: `bot-${crypto.randomUUID()}`,
+        description: "a test bot",
+        system_prompt: "Be brief.",
+        follow_up_questions: 2,
+        ...fields,
+      },
+      bearer(apiKey),
+    ),
+  );
   const body = (await res.json()) as { id?: string };
   if (res.status !== 200 || !body.id) throw new Error(`create chatbot failed: ${res.status} ${JSON.stringify(body)}`);
   return body.id;
@@ -103,8 +141,17 @@ export async function run(app: ChatbotApp, apiKey: string, chatbotId: string, fi
   return { status: res.status, body: await body(res) };
 }
 
-export async function deployPublic(app: ChatbotApp, token: string, chatbotId: string, extra: Record<string, string> = {}): Promise<void> {
-  const res = await app.request("/chatbots/deploy", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...bearer(token) }, body: new URLSearchParams({ chatbot_id: chatbotId, ...extra }).toString() });
+export async function deployPublic(
+  app: ChatbotApp,
+  token: string,
+  chatbotId: string,
+  extra: Record<string, string> = {},
+): Promise<void> {
+  const res = await app.request("/chatbots/deploy", {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", ...bearer(token) },
+    body: new URLSearchParams({ chatbot_id: chatbotId, ...extra }).toString(),
+  });
   if (res.status !== 200) throw new Error(`deploy failed: ${res.status} ${await res.text()}`);
 }
 
@@ -113,7 +160,10 @@ export async function deployPublic(app: ChatbotApp, token: string, chatbotId: st
  * turn has its place in the queue). Each round is one call to the object: the object's queue
  * orders the requests, not a timer.
  */
-export async function untilStored(conversationId: string, ready: (messages: StoredMessage[]) => boolean): Promise<StoredMessage[]> {
+export async function untilStored(
+  conversationId: string,
+  ready: (messages: StoredMessage[]) => boolean,
+): Promise<StoredMessage[]> {
   const stub = env.CONVERSATIONS.get(env.CONVERSATIONS.idFromName(conversationId));
   for (let round = 0; round < 10_000; round++) {
     const { messages } = await stub.read();

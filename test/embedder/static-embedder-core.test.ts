@@ -20,7 +20,9 @@ describe("static embedding table", () => {
 
   it("refuses a buffer that is not a table", () => {
     expect(() => parseStaticTable(new Uint8Array(10))).toThrow("truncated");
-    expect(() => parseStaticTable(new TextEncoder().encode("NOTATABLE-and-some-more-bytes-here"))).toThrow("unknown format");
+    expect(() => parseStaticTable(new TextEncoder().encode("NOTATABLE-and-some-more-bytes-here"))).toThrow(
+      "unknown format",
+    );
     const cut = new Uint8Array(tableBytes).slice(0, tableBytes.byteLength - 1);
     expect(() => parseStaticTable(cut)).toThrow("does not match");
   });

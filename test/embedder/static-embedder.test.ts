@@ -1,6 +1,11 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createStaticEmbedder, STATIC_EMBEDDER_DIMENSIONS, STATIC_EMBEDDER_MODEL, StaticEmbedder } from "../../src/providers/static-embedder";
+import {
+  createStaticEmbedder,
+  STATIC_EMBEDDER_DIMENSIONS,
+  STATIC_EMBEDDER_MODEL,
+  StaticEmbedder,
+} from "../../src/providers/static-embedder";
 
 function cosine(a: Float32Array, b: Float32Array): number {
   let s = 0;

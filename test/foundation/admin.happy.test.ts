@@ -21,13 +21,19 @@ describe("administration: happy paths", () => {
   it("changes a role and a name, and suspension stops the user's token and keys at once", async () => {
     const org = await seedOrg();
     const member = await org.addMember("member");
-    const changed = await call("/admin/users/change", form({ user_id: member.userId, role: "admin", name: "Ada" }, bearer(org.owner.token), "PUT"));
+    const changed = await call(
+      "/admin/users/change",
+      form({ user_id: member.userId, role: "admin", name: "Ada" }, bearer(org.owner.token), "PUT"),
+    );
     expect(changed.status).toBe(200);
     expect((await body(changed)).user).toMatchObject({ role: "admin", name: "Ada" });
     // The new role applies to the existing token immediately.
     expect((await call("/admin/users", { headers: bearer(member.token) })).status).toBe(200);
 
-    const suspended = await call("/admin/users/change", form({ user_id: member.userId, suspended: "true" }, bearer(org.owner.token), "PUT"));
+    const suspended = await call(
+      "/admin/users/change",
+      form({ user_id: member.userId, suspended: "true" }, bearer(org.owner.token), "PUT"),
+    );
     expect(suspended.status).toBe(200);
     expect((await call("/auth/me", { headers: bearer(member.token) })).status).toBe(401);
     expect((await call("/auth/me", { headers: bearer(member.apiKey) })).status).toBe(401);
@@ -35,7 +41,10 @@ describe("administration: happy paths", () => {
     // The same answer as a wrong password (issue 11, item 13): a suspended login confirms nothing.
     expect([login.status, await login.json()]).toEqual([401, { detail: "Incorrect username or password" }]);
 
-    await call("/admin/users/change", form({ user_id: member.userId, suspended: "false" }, bearer(org.owner.token), "PUT"));
+    await call(
+      "/admin/users/change",
+      form({ user_id: member.userId, suspended: "false" }, bearer(org.owner.token), "PUT"),
+    );
     expect((await call("/auth/me", { headers: bearer(member.apiKey) })).status).toBe(200);
   });
 
@@ -65,7 +74,10 @@ describe("administration: happy paths", () => {
     const org = await seedOrg();
     const member = await org.addMember("member");
     await call("/admin/users/change", form({ user_id: member.userId, role: "viewer" }, bearer(org.owner.token), "PUT"));
-    await call("/admin/connections/create", form({ name: "openai", kind: "openai", secret: "sk-audit-secret-9999" }, bearer(org.owner.token)));
+    await call(
+      "/admin/connections/create",
+      form({ name: "openai", kind: "openai", secret: "sk-audit-secret-9999" }, bearer(org.owner.token)),
+    );
     const log = await call("/admin/audit-log", { headers: bearer(org.owner.token) });
     expect(log.status).toBe(200);
     const entries = (await body(log)).entries as Json[];

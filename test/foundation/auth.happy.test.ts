@@ -7,7 +7,12 @@ describe("auth: happy paths", () => {
     const me = await call("/auth/me", { headers: bearer(org.owner.token) });
     expect(me.status).toBe(200);
     const body = (await me.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({ _id: org.owner.userId, email: org.owner.email, role: "owner", organization: org.name });
+    expect(body).toMatchObject({
+      _id: org.owner.userId,
+      email: org.owner.email,
+      role: "owner",
+      organization: org.name,
+    });
     expect(JSON.stringify(body)).not.toContain("password");
 
     const byEmail = await call("/auth/login", form({ username: org.owner.email, password: org.owner.password }));

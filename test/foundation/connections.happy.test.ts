@@ -11,13 +11,29 @@ describe("connections: happy paths", () => {
     const secret = "sk-live-CANARY-1234567890-abcd";
     const created = await call(
       "/admin/connections/create",
-      form({ name: "openai", kind: "openai", secret, chat_model: "gpt-4o-mini", embedding_model: "text-embedding-3-small" }, bearer(org.owner.token)),
+      form(
+        {
+          name: "openai",
+          kind: "openai",
+          secret,
+          chat_model: "gpt-4o-mini",
+          embedding_model: "text-embedding-3-small",
+        },
+        bearer(org.owner.token),
+      ),
     );
     expect(created.status).toBe(200);
     const createdText = await created.text();
     expect(createdText).not.toContain(secret);
     const connection = (JSON.parse(createdText) as Json).connection as Json;
-    expect(connection).toMatchObject({ name: "openai", kind: "openai", hasSecret: true, secretLastFour: "abcd", baseUrl: "https://api.openai.com/v1", models: { chat: "gpt-4o-mini", embedding: "text-embedding-3-small" } });
+    expect(connection).toMatchObject({
+      name: "openai",
+      kind: "openai",
+      hasSecret: true,
+      secretLastFour: "abcd",
+      baseUrl: "https://api.openai.com/v1",
+      models: { chat: "gpt-4o-mini", embedding: "text-embedding-3-small" },
+    });
 
     const listed = await call("/admin/connections", { headers: bearer(org.owner.token) });
     const listedText = await listed.text();
@@ -30,23 +46,52 @@ describe("connections: happy paths", () => {
     const resolved = await resolveConnection(env, org.orgId, "openai");
     expect(resolved?.secret).toBe(secret);
 
-    const updated = await call(
-      "/admin/connections/update",
-      { method: "PATCH", headers: { "content-type": "application/json", ...bearer(org.owner.token) }, body: JSON.stringify({ connection_id: connection._id, base_url: "http://127.0.0.1:11434/v1", models: { chat: "llama3" }, secret: "new-secret-wxyz" }) },
-    );
+    const updated = await call("/admin/connections/update", {
+      method: "PATCH",
+      headers: { "content-type": "application/json", ...bearer(org.owner.token) },
+      body: JSON.stringify({
+        connection_id: connection._id,
+        base_url: "http://127.0.0.1:11434/v1",
+        models: { chat: "llama3" },
+        secret: "new-secret-wxyz",
+      }),
+    });
     expect(updated.status).toBe(200);
-    expect(((await updated.json()) as Json).connection).toMatchObject({ baseUrl: "http://127.0.0.1:11434/v1", secretLastFour: "wxyz", models: { chat: "llama3", embedding: "text-embedding-3-small" } });
+    expect(((await updated.json()) as Json).connection).toMatchObject({
+      baseUrl: "http://127.0.0.1:11434/v1",
+      secretLastFour: "wxyz",
+      models: { chat: "llama3", embedding: "text-embedding-3-small" },
+    });
     expect((await resolveConnection(env, org.orgId, "openai"))?.secret).toBe("new-secret-wxyz");
 
-    const deleted = await call("/admin/connections/delete", form({ connection_id: String(connection._id) }, bearer(org.owner.token), "DELETE"));
+    const deleted = await call(
+      "/admin/connections/delete",
+      form({ connection_id: String(connection._id) }, bearer(org.owner.token), "DELETE"),
+    );
     expect(deleted.status).toBe(200);
     expect(await resolveConnection(env, org.orgId, "openai")).toBeNull();
   });
 
   it("accepts JSON bodies as well as forms", async () => {
     const org = await seedOrg();
-    const created = await call("/admin/connections/create", json({ name: "claude", kind: "anthropic", api_key: "ant-key-0000", base_url: "https://api.anthropic.com", models: { chat: "claude-sonnet-4-5" } }, bearer(org.owner.token)));
+    const created = await call(
+      "/admin/connections/create",
+      json(
+        {
+          name: "claude",
+          kind: "anthropic",
+          api_key: "ant-key-0000",
+          base_url: "https://api.anthropic.com",
+          models: { chat: "claude-sonnet-4-5" },
+        },
+        bearer(org.owner.token),
+      ),
+    );
     expect(created.status).toBe(200);
-    expect(((await created.json()) as Json).connection).toMatchObject({ kind: "anthropic", hasSecret: true, models: { chat: "claude-sonnet-4-5" } });
+    expect(((await created.json()) as Json).connection).toMatchObject({
+      kind: "anthropic",
+      hasSecret: true,
+      models: { chat: "claude-sonnet-4-5" },
+    });
   });
 });

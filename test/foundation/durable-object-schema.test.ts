@@ -4,7 +4,8 @@ import { applyMigrations } from "../../src/durable-objects/sqlite-schema";
 import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "../../src/durable-objects/knowledge-base-index.schema";
 import { PIPELINE_RUN_SCHEMA } from "../../src/durable-objects/pipeline-run-object.schema";
 
-const version = (state: DurableObjectState) => state.storage.sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version;
+const version = (state: DurableObjectState) =>
+  state.storage.sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version;
 
 describe("Durable Object schemas: versioned migrations", () => {
   it("a new object starts at the latest version, and one made before versioning is adopted without losing rows", async () => {

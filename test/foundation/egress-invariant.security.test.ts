@@ -6,7 +6,10 @@ import { describe, expect, it } from "vitest";
  * nothing else calls `fetch` with a user-influenced URL." Read from the source itself, so a new
  * `fetch(` anywhere in src fails here until it goes through egressFetch.
  */
-const sources = import.meta.glob("../../src/**/*.ts", { query: "?raw", import: "default", eager: true }) as Record<string, string>;
+const sources = import.meta.glob("../../src/**/*.ts", { query: "?raw", import: "default", eager: true }) as Record<
+  string,
+  string
+>;
 
 /** Calls of the global fetch: `fetch(` not preceded by `.` or a word character (so `x.fetch(` and `prefetch(` are not). */
 const GLOBAL_FETCH = /(^|[^.\w$])fetch\s*\(/;

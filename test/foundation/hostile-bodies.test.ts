@@ -1,7 +1,18 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { bearer, call } from "../helpers";
-import { bodyFields, bodyRoutes, CATALOGUE, clearlyInvalid, hostileValue, type BodyField, type BodyRoute, type HostileValue, type JsonSchema, type OpenApiDoc } from "./hostile-values";
+import {
+  bodyFields,
+  bodyRoutes,
+  CATALOGUE,
+  clearlyInvalid,
+  hostileValue,
+  type BodyField,
+  type BodyRoute,
+  type HostileValue,
+  type JsonSchema,
+  type OpenApiDoc,
+} from "./hostile-values";
 import { concretePath, seedSweep, storedFingerprint, validValue, type SweepSeed } from "./hostile-seed";
 
 /**
@@ -17,7 +28,19 @@ const ENCODINGS = ["json", "urlencoded", "multipart"] as const;
 type Encoding = (typeof ENCODINGS)[number];
 
 /** Optional fields given valid values, so requests get past "nothing to do" into the services. */
-const OPTIONAL_INCLUDED = new Set(["visitor_session", "text", "query", "file_data", "inputs", "knowledge_base_ids", "language", "like", "connection_id", "user_ids", "edges"]);
+const OPTIONAL_INCLUDED = new Set([
+  "visitor_session",
+  "text",
+  "query",
+  "file_data",
+  "inputs",
+  "knowledge_base_ids",
+  "language",
+  "like",
+  "connection_id",
+  "user_ids",
+  "edges",
+]);
 
 /**
  * Known failures another engineer is fixing in parallel, each naming the item of security issue 11
@@ -31,7 +54,12 @@ const KNOWN_EXCEPTIONS: { owner: string; matches: (route: string, field: string,
 
 const doc = (await (await call("/openapi.json")).json()) as OpenApiDoc;
 /** Visitor routes first (a later settings change could rate-limit them), deletions last (they remove seeded records). */
-const order = (r: BodyRoute): number => (r.path.includes("/deployed/") || r.path === "/chatbots/upload" ? 0 : r.method === "delete" || r.path.includes("/undeploy/") ? 2 : 1);
+const order = (r: BodyRoute): number =>
+  r.path.includes("/deployed/") || r.path === "/chatbots/upload"
+    ? 0
+    : r.method === "delete" || r.path.includes("/undeploy/")
+      ? 2
+      : 1;
 const ROUTES = bodyRoutes(doc).sort((a, b) => order(a) - order(b));
 
 function example(schema: JsonSchema): unknown {
@@ -63,7 +91,10 @@ function jsonBody(base: Record<string, unknown>, path: string[], value: HostileV
   let node = body;
   for (const part of path.slice(0, -1)) {
     const child = node[part];
-    node = (node[part] = child && typeof child === "object" && !Array.isArray(child) ? child : {}) as Record<string, unknown>;
+    node = (node[part] = child && typeof child === "object" && !Array.isArray(child) ? child : {}) as Record<
+      string,
+      unknown
+    >;
   }
   node[path[path.length - 1]] = PLACEHOLDER;
   return JSON.stringify(body).replace(JSON.stringify(PLACEHOLDER), () => value.json);
@@ -75,7 +106,8 @@ function formFields(base: Record<string, unknown>, path: string[], value: Hostil
   const fields: [string, string][] = [];
   const walk = (node: unknown, name: string): void => {
     if (name === hostileName || name.startsWith(`${hostileName}.`)) return;
-    if (node && typeof node === "object" && !Array.isArray(node)) for (const [k, v] of Object.entries(node)) walk(v, name ? `${name}.${k}` : k);
+    if (node && typeof node === "object" && !Array.isArray(node))
+      for (const [k, v] of Object.entries(node)) walk(v, name ? `${name}.${k}` : k);
     else fields.push([name, typeof node === "string" ? node : JSON.stringify(node)]);
   };
   walk(base, "");
@@ -84,9 +116,14 @@ function formFields(base: Record<string, unknown>, path: string[], value: Hostil
 }
 
 function encode(encoding: Encoding, base: Record<string, unknown>, path: string[], value: HostileValue): RequestInit {
-  if (encoding === "json") return { headers: { "content-type": "application/json" }, body: jsonBody(base, path, value) };
+  if (encoding === "json")
+    return { headers: { "content-type": "application/json" }, body: jsonBody(base, path, value) };
   const fields = formFields(base, path, value);
-  if (encoding === "urlencoded") return { headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() };
+  if (encoding === "urlencoded")
+    return {
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(fields).toString(),
+    };
   const data = new FormData();
   for (const [name, text] of fields) data.append(name, text);
   return { body: data };
@@ -120,7 +157,11 @@ async function send(route: BodyRoute, probe: Probe): Promise<string | null> {
   // The last refused probe left nothing behind, so its fingerprint is still current.
   const before = lastFingerprint ?? (await storedFingerprint());
   lastFingerprint = undefined;
-  const response = await call(concretePath(seed, route.path), { method: route.method.toUpperCase(), ...probe.init, headers });
+  const response = await call(concretePath(seed, route.path), {
+    method: route.method.toUpperCase(),
+    ...probe.init,
+    headers,
+  });
   const answer = (await response.text()).slice(0, 160);
   const where = `${probe.label} ${probe.field}=${probe.value} [${probe.encoding}] -> ${response.status} ${answer}`;
   const known = KNOWN_EXCEPTIONS.find((e) => e.matches(probe.label, probe.field, probe.value));
@@ -142,10 +183,20 @@ const named = (name: string): HostileValue => CATALOGUE.find((v) => v.name === n
 /** Values aimed at what a field holds, sent every run whatever the random draw: files get bad base64, free-form objects deep and self-referencing JSON. */
 function targeted(field: BodyField): [HostileValue, Encoding][] {
   const name = field.path[field.path.length - 1];
-  if (/raw_bytes|audio|^file$/.test(name)) return [[named("invalid base64"), "json"], [named("base64 of a deep JSON document"), "json"]];
+  if (/raw_bytes|audio|^file$/.test(name))
+    return [
+      [named("invalid base64"), "json"],
+      [named("base64 of a deep JSON document"), "json"],
+    ];
   const schema = field.schema;
   const freeForm = schema.type === "object" && !schema.properties;
-  if (freeForm) return [[named("deep object"), "json"], [named("deep JSON text"), "urlencoded"], [named("__proto__ key"), "json"], [named("self-referencing schema"), "json"]];
+  if (freeForm)
+    return [
+      [named("deep object"), "json"],
+      [named("deep JSON text"), "urlencoded"],
+      [named("__proto__ key"), "json"],
+      [named("self-referencing schema"), "json"],
+    ];
   return [];
 }
 
@@ -153,17 +204,37 @@ function probesFor(route: BodyRoute, label: string, index: number): Probe[] {
   const probes: Probe[] = [];
   const fields = bodyFields(route.schema);
   for (const [i, field] of fields.entries()) {
-    const samples = fc.sample(fc.tuple(hostileValue, fc.constantFrom(...ENCODINGS)), { seed: SEED + index * 1000 + i, numRuns: VALUES_PER_FIELD });
+    const samples = fc.sample(fc.tuple(hostileValue, fc.constantFrom(...ENCODINGS)), {
+      seed: SEED + index * 1000 + i,
+      numRuns: VALUES_PER_FIELD,
+    });
     for (const [value, encoding] of [...samples, ...targeted(field)]) {
       const base = baseBody(seed, route, label);
-      probes.push({ label, field: field.path.join("."), value: value.name, encoding, init: encode(encoding, base, field.path, value), mustRefuse: clearlyInvalid(field.schema, value, encoding) });
+      probes.push({
+        label,
+        field: field.path.join("."),
+        value: value.name,
+        encoding,
+        init: encode(encoding, base, field.path, value),
+        mustRefuse: clearlyInvalid(field.schema, value, encoding),
+      });
     }
   }
   // The body as a whole: nested past any sane depth, a prototype key at the top, not an object at all.
   const base = JSON.stringify(baseBody(seed, route, label));
-  const whole = (name: string, body: string, type = "application/json"): Probe => ({ label, field: "(body)", value: name, encoding: type, init: { headers: { "content-type": type }, body }, mustRefuse: true });
+  const whole = (name: string, body: string, type = "application/json"): Probe => ({
+    label,
+    field: "(body)",
+    value: name,
+    encoding: type,
+    init: { headers: { "content-type": type }, body },
+    mustRefuse: true,
+  });
   probes.push(
-    whole("deep nesting", `${base.slice(0, -1)}${base === "{}" ? "" : ","}"deep":${"[".repeat(100_000)}${"]".repeat(100_000)}}`),
+    whole(
+      "deep nesting",
+      `${base.slice(0, -1)}${base === "{}" ? "" : ","}"deep":${"[".repeat(100_000)}${"]".repeat(100_000)}}`,
+    ),
     whole("__proto__ at the top", `{"__proto__":{"polluted":true}${base === "{}" ? "}" : `,${base.slice(1)}`}`),
     whole("array body", `[${base}]`),
     whole("deep dotted name", `${"a.".repeat(50_000)}a=1`, "application/x-www-form-urlencoded"),

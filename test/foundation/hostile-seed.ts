@@ -25,14 +25,40 @@ export async function seedSweep(): Promise<SweepSeed> {
   const document = await indexText(org.owner.apiKey, kb, "seed.txt", "Whales are marine mammals.");
   const pipeline = await createPipeline(org.owner.apiKey, SMALLEST);
   const run = await ok(await call(`/v1/pipeline/${pipeline}/run`, json({ inputs: { q: "x" } }, key)), "pipeline run");
-  const transformation = await ok(await call("/v1/transformation", json({ name: "sweep-t", function_name: "double", language: "javascript", function: "function double({ x }) { return { y: x * 2 }; }" }, key)), "transformation");
-  const chatbot = await ok(await call("/v1/chatbot", json({ name: "sweep-bot", system_prompt: "Be brief.", knowledge_base_ids: [kb] }, key)), "chatbot");
+  const transformation = await ok(
+    await call(
+      "/v1/transformation",
+      json(
+        {
+          name: "sweep-t",
+          function_name: "double",
+          language: "javascript",
+          function: "function double({ x }) { return { y: x * 2 }; }",
+        },
+        key,
+      ),
+    ),
+    "transformation",
+  );
+  const chatbot = await ok(
+    await call("/v1/chatbot", json({ name: "sweep-bot", system_prompt: "Be brief.", knowledge_base_ids: [kb] }, key)),
+    "chatbot",
+  );
   const chatbotId = String(chatbot.id);
   const answer = await ok(await call(`/v1/chatbot/${chatbotId}/run`, json({ text: "whales?" }, key)), "chatbot run");
   await ok(await call("/chatbots/deploy", form({ chatbot_id: chatbotId }, token)), "deploy");
   const visitor = await ok(await call(`/chatbots/deployed/${chatbotId}/run`, json({ text: "hello" })), "visitor run");
-  const agent = await ok(await call("/agents/add", json({ name: "sweep-agent", config: { instructions: "be brief" } }, token)), "agent");
-  const connection = await ok(await call("/admin/connections/create", form({ name: "sweepconn", kind: "openai", secret: "sk-sweep-secret" }, token)), "connection");
+  const agent = await ok(
+    await call("/agents/add", json({ name: "sweep-agent", config: { instructions: "be brief" } }, token)),
+    "agent",
+  );
+  const connection = await ok(
+    await call(
+      "/admin/connections/create",
+      form({ name: "sweepconn", kind: "openai", secret: "sk-sweep-secret" }, token),
+    ),
+    "connection",
+  );
   const connectionRecord = (connection.connection ?? connection) as Record<string, unknown>;
   return {
     org,
@@ -89,23 +115,40 @@ export function validValue(seed: SweepSeed, route: string, field: string): unkno
     text: "hello",
     query: "whales",
     description: "sweep",
-    inputs: route === "POST /v1/transformation" ? undefined : route.includes("/transformation/") ? { x: 2 } : { q: "x" },
+    inputs:
+      route === "POST /v1/transformation" ? undefined : route.includes("/transformation/") ? { x: 2 } : { q: "x" },
     like: true,
     runs: [{ inputs: { q: "x" } }],
     file: { type: "file", raw_bytes: btoa("hello"), metadata: { name: "a.txt", mime_type: "text/plain", size: 5 } },
     file_data: fileData("a.txt", "text/plain", "hello world").file_data,
   };
-  if (route === "POST /v1/pipeline") return field === "nodes" ? SMALLEST.nodes : field === "edges" ? SMALLEST.edges : byName[field];
+  if (route === "POST /v1/pipeline")
+    return field === "nodes" ? SMALLEST.nodes : field === "edges" ? SMALLEST.edges : byName[field];
   return byName[field];
 }
 
 /** A path with its parameters filled in with seeded records of the right kind. */
 export function concretePath(seed: SweepSeed, path: string): string {
   const { ids } = seed;
-  const kind = /\/v1\/knowledge-base\//.test(path) ? ids.kb : /\/v1\/chatbot\//.test(path) ? ids.chatbot : /\/v1\/pipeline\//.test(path) ? ids.pipeline : /\/v1\/transformation\//.test(path) ? ids.transformation : ids.chatbot;
+  const kind = /\/v1\/knowledge-base\//.test(path)
+    ? ids.kb
+    : /\/v1\/chatbot\//.test(path)
+      ? ids.chatbot
+      : /\/v1\/pipeline\//.test(path)
+        ? ids.pipeline
+        : /\/v1\/transformation\//.test(path)
+          ? ids.transformation
+          : ids.chatbot;
   // The one body route that also needs a query parameter: which published agent to import.
   if (path === "/agents/imported/add") return `${path}?agent_id=${ids.agent}`;
-  return path.replace("{id}", kind).replace("{chatbot_id}", ids.chatbot).replace("{conversation_id}", ids.conversation).replace("{agent_id}", ids.agent).replace("{pipeline_id}", ids.pipeline).replace("{run_id}", ids.run).replace(/\{[^}]+\}/g, "aaaaaaaaaaaaaaaaaaaaaaaa");
+  return path
+    .replace("{id}", kind)
+    .replace("{chatbot_id}", ids.chatbot)
+    .replace("{conversation_id}", ids.conversation)
+    .replace("{agent_id}", ids.agent)
+    .replace("{pipeline_id}", ids.pipeline)
+    .replace("{run_id}", ids.run)
+    .replace(/\{[^}]+\}/g, "aaaaaaaaaaaaaaaaaaaaaaaa");
 }
 
 /** Counters that requests may bump on the way to a refusal; they are not stored records. */
@@ -118,12 +161,15 @@ let statements: D1PreparedStatement[] | undefined;
 /** A fingerprint of everything stored in D1: row counts, and the latest change of each table that records one. */
 export async function storedFingerprint(): Promise<string> {
   if (!statements) {
-    const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>();
+    const tables = await env.DB.prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
+    ).all<{ name: string }>();
     statements = [];
     for (const { name } of tables.results) {
       if (COUNTERS.has(name)) continue;
       const columns = await env.DB.prepare(`PRAGMA table_info(${name})`).all<{ name: string }>();
-      const changed = !ASYNC.has(name) && columns.results.some((c) => c.name === "updated_at") ? ", max(updated_at) AS changed" : "";
+      const changed =
+        !ASYNC.has(name) && columns.results.some((c) => c.name === "updated_at") ? ", max(updated_at) AS changed" : "";
       statements.push(env.DB.prepare(`SELECT '${name}' AS t, count(*) AS n${changed} FROM ${name}`));
     }
   }

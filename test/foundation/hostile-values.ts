@@ -87,25 +87,39 @@ const generated: fc.Arbitrary<HostileValue> = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }).map((v) => raw(`generated JSON ${JSON.stringify(v).slice(0, 40)}`, JSON.stringify(v))),
 );
 
-export const hostileValue: fc.Arbitrary<HostileValue> = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...CATALOGUE) }, { weight: 1, arbitrary: generated });
+export const hostileValue: fc.Arbitrary<HostileValue> = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom(...CATALOGUE) },
+  { weight: 1, arbitrary: generated },
+);
 
 /** Inlines `$ref`s and merges `allOf` parts, so each field's schema stands alone. */
 export function deref(doc: OpenApiDoc, schema: unknown, depth = 0): JsonSchema {
   if (!schema || typeof schema !== "object" || depth > 20) return {};
   const node = schema as JsonSchema;
-  if (typeof node.$ref === "string") return deref(doc, doc.components.schemas[node.$ref.split("/").pop() ?? ""], depth + 1);
+  if (typeof node.$ref === "string")
+    return deref(doc, doc.components.schemas[node.$ref.split("/").pop() ?? ""], depth + 1);
   const out: JsonSchema = {};
   for (const [key, value] of Object.entries(node)) {
-    if (key === "properties") out.properties = Object.fromEntries(Object.entries(value as JsonSchema).map(([k, v]) => [k, deref(doc, v, depth + 1)]));
-    else if (key === "items" || key === "additionalProperties") out[key] = typeof value === "object" ? deref(doc, value, depth + 1) : value;
+    if (key === "properties")
+      out.properties = Object.fromEntries(
+        Object.entries(value as JsonSchema).map(([k, v]) => [k, deref(doc, v, depth + 1)]),
+      );
+    else if (key === "items" || key === "additionalProperties")
+      out[key] = typeof value === "object" ? deref(doc, value, depth + 1) : value;
     else if (key === "anyOf" || key === "oneOf") out[key] = (value as unknown[]).map((v) => deref(doc, v, depth + 1));
     else if (key !== "allOf") out[key] = value;
   }
   for (const part of (node.allOf as unknown[] | undefined) ?? []) {
     const merged = deref(doc, part, depth + 1);
     out.type ??= merged.type;
-    out.properties = { ...(out.properties as JsonSchema | undefined), ...(merged.properties as JsonSchema | undefined) };
-    out.required = [...((out.required as string[] | undefined) ?? []), ...((merged.required as string[] | undefined) ?? [])];
+    out.properties = {
+      ...(out.properties as JsonSchema | undefined),
+      ...(merged.properties as JsonSchema | undefined),
+    };
+    out.required = [
+      ...((out.required as string[] | undefined) ?? []),
+      ...((merged.required as string[] | undefined) ?? []),
+    ];
   }
   return out;
 }

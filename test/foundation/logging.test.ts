@@ -13,7 +13,8 @@ type Line = Record<string, unknown>;
 /** Every JSON line written to the console while `fn` runs. */
 async function captured(fn: () => Promise<unknown>): Promise<{ lines: Line[]; raw: string }> {
   const written: string[] = [];
-  for (const method of ["log", "warn", "error"] as const) vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void written.push(args.map(String).join(" ")));
+  for (const method of ["log", "warn", "error"] as const)
+    vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void written.push(args.map(String).join(" ")));
   await fn();
   vi.restoreAllMocks();
   const lines = written.flatMap((text) => {
@@ -35,11 +36,20 @@ describe("logging: one structured line per request, one per failure", () => {
     const { id } = (await created.json()) as { id: string };
     let response: Response | undefined;
     const { lines, raw } = await captured(async () => {
-      response = await callWith({ LOG_LEVEL: "info" }, `/v1/knowledge-base/${id}/documents`, { headers: bearer(org.owner.apiKey) });
+      response = await callWith({ LOG_LEVEL: "info" }, `/v1/knowledge-base/${id}/documents`, {
+        headers: bearer(org.owner.apiKey),
+      });
     });
     const requests = lines.filter((line) => line.event === "request");
     expect(requests).toHaveLength(1);
-    expect(requests[0]).toMatchObject({ level: "info", method: "GET", route: "/v1/knowledge-base/:id/documents", status: 200, org_id: org.orgId, request_id: response?.headers.get("x-request-id") });
+    expect(requests[0]).toMatchObject({
+      level: "info",
+      method: "GET",
+      route: "/v1/knowledge-base/:id/documents",
+      status: 200,
+      org_id: org.orgId,
+      request_id: response?.headers.get("x-request-id"),
+    });
     expect(typeof requests[0].ms).toBe("number");
     // The pattern, not the path; and no secret of any kind.
     expect(raw).not.toContain(id);
@@ -48,9 +58,13 @@ describe("logging: one structured line per request, one per failure", () => {
 
   it("LOG_LEVEL drops the lines below it", async () => {
     const org = await seedOrg();
-    const quiet = await captured(() => callWith({ LOG_LEVEL: "warn" }, "/v1/knowledge-bases", { headers: bearer(org.owner.apiKey) }));
+    const quiet = await captured(() =>
+      callWith({ LOG_LEVEL: "warn" }, "/v1/knowledge-bases", { headers: bearer(org.owner.apiKey) }),
+    );
     expect(quiet.lines.filter((line) => line.event === "request")).toEqual([]);
-    const loud = await captured(() => callWith({ LOG_LEVEL: "debug" }, "/v1/knowledge-bases", { headers: bearer(org.owner.apiKey) }));
+    const loud = await captured(() =>
+      callWith({ LOG_LEVEL: "debug" }, "/v1/knowledge-bases", { headers: bearer(org.owner.apiKey) }),
+    );
     expect(loud.lines.filter((line) => line.event === "request")).toHaveLength(1);
   });
 
@@ -84,10 +98,22 @@ describe("logging: one structured line per request, one per failure", () => {
     });
     const reference = response?.headers.get("x-request-id") ?? "missing";
     expect(response?.status).toBe(500);
-    expect(await response?.json()).toEqual({ detail: `internal server error; reference ${reference} in the server log` });
+    expect(await response?.json()).toEqual({
+      detail: `internal server error; reference ${reference} in the server log`,
+    });
     const failure = lines.find((line) => line.event === "failure");
-    expect(failure).toMatchObject({ level: "error", request_id: reference, route: "/boom/:id", status: 500, cause: ["Error: could not read the index", "TypeError: Network connection lost"] });
-    expect(lines.find((line) => line.event === "request")).toMatchObject({ level: "error", status: 500, route: "/boom/:id" });
+    expect(failure).toMatchObject({
+      level: "error",
+      request_id: reference,
+      route: "/boom/:id",
+      status: 500,
+      cause: ["Error: could not read the index", "TypeError: Network connection lost"],
+    });
+    expect(lines.find((line) => line.event === "request")).toMatchObject({
+      level: "error",
+      status: 500,
+      route: "/boom/:id",
+    });
   });
 
   it("every response carries x-request-id: a fresh id, or the caller's own when it is a plain token", async () => {
@@ -98,11 +124,17 @@ describe("logging: one structured line per request, one per failure", () => {
     const fresh = await app.fetch(new Request("http://loom.test/raw"), env);
     expect(fresh.headers.get("x-request-id")).toMatch(/^[0-9a-f]{24}$/);
     expect(await fresh.text()).toBe(fresh.headers.get("x-request-id"));
-    const traced = await app.fetch(new Request("http://loom.test/raw", { headers: { "x-request-id": "trace-0123_abc" } }), env);
+    const traced = await app.fetch(
+      new Request("http://loom.test/raw", { headers: { "x-request-id": "trace-0123_abc" } }),
+      env,
+    );
     expect(traced.headers.get("x-request-id")).toBe("trace-0123_abc");
     // Anything else (a space, a quote, too long) is replaced, so a log line cannot be forged through it.
-    for (const hostile of ['a b', 'x"}', "y".repeat(65)]) {
-      const replaced = await app.fetch(new Request("http://loom.test/raw", { headers: { "x-request-id": hostile } }), env);
+    for (const hostile of ["a b", 'x"}', "y".repeat(65)]) {
+      const replaced = await app.fetch(
+        new Request("http://loom.test/raw", { headers: { "x-request-id": hostile } }),
+        env,
+      );
       expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f]{24}$/);
     }
   });

@@ -20,7 +20,9 @@ export async function openApiDoc(): Promise<OpenApiDoc> {
 
 /** Every operation as [method, path, operation]. */
 export function operations(doc: OpenApiDoc): [string, string, Operation][] {
-  return Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => [method, path, op] as [string, string, Operation]));
+  return Object.entries(doc.paths).flatMap(([path, ops]) =>
+    Object.entries(ops).map(([method, op]) => [method, path, op] as [string, string, Operation]),
+  );
 }
 
 /**
@@ -29,7 +31,13 @@ export function operations(doc: OpenApiDoc): [string, string, Operation][] {
  * schema (with the document's components, as a generated client would read them). Returns the
  * problems found, empty when the response matches.
  */
-export async function checkResponse(doc: OpenApiDoc, method: string, path: string, response: Response, label: string): Promise<string[]> {
+export async function checkResponse(
+  doc: OpenApiDoc,
+  method: string,
+  path: string,
+  response: Response,
+  label: string,
+): Promise<string[]> {
   const op = doc.paths[path][method];
   const documented = op.responses[String(response.status)];
   const type = (response.headers.get("content-type") ?? "").split(";")[0].trim();
@@ -40,7 +48,9 @@ export async function checkResponse(doc: OpenApiDoc, method: string, path: strin
   const content = documented.content ?? {};
   if (!content[type]) {
     await response.body?.cancel();
-    return [`${label}: ${response.status} answered ${type || "no content type"}, documented ${Object.keys(content).join(", ") || "none"}`];
+    return [
+      `${label}: ${response.status} answered ${type || "no content type"}, documented ${Object.keys(content).join(", ") || "none"}`,
+    ];
   }
   if (type !== "application/json") {
     await response.body?.cancel();
@@ -49,8 +59,13 @@ export async function checkResponse(doc: OpenApiDoc, method: string, path: strin
   const body: unknown = await response.json();
   const result = validator(doc, content[type].schema).validate(body);
   if (result.valid) return [];
-  const errors = result.errors.slice(-3).map((e) => `${e.instanceLocation} ${e.error}`).join("; ");
-  return [`${label}: ${response.status} body does not match its schema: ${errors} in ${JSON.stringify(body).slice(0, 300)}`];
+  const errors = result.errors
+    .slice(-3)
+    .map((e) => `${e.instanceLocation} ${e.error}`)
+    .join("; ");
+  return [
+    `${label}: ${response.status} body does not match its schema: ${errors} in ${JSON.stringify(body).slice(0, 300)}`,
+  ];
 }
 
 const validators = new WeakMap<JsonSchema, Validator>();
@@ -59,7 +74,8 @@ function validator(doc: OpenApiDoc, schema: JsonSchema): Validator {
   const known = validators.get(schema);
   if (known) return known;
   // The components become $defs of one root schema, so every $ref resolves inside it.
-  const rewrite = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replaceAll('"#/components/schemas/', '"#/$defs/'));
+  const rewrite = (value: unknown): unknown =>
+    JSON.parse(JSON.stringify(value).replaceAll('"#/components/schemas/', '"#/$defs/'));
   const root = { ...(rewrite(schema) as JsonSchema), $defs: rewrite(doc.components.schemas) };
   const made = new Validator(root as never, "2020-12", false);
   validators.set(schema, made);

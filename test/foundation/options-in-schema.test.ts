@@ -30,7 +30,8 @@ const FORMATS_OF: Record<string, z.ZodType[]> = {
   "post /v1/update/pipeline/{id}": [DEFINITION_FORMATS.PipelineUpdateBody, DEFINITION_FORMATS.EditorPipelineUpdateBody],
 };
 
-const bodySchemas = (route: RouteEntry): z.ZodType[] => FORMATS_OF[`${route.method} ${route.path}`] ?? (route.body ? [route.body] : []);
+const bodySchemas = (route: RouteEntry): z.ZodType[] =>
+  FORMATS_OF[`${route.method} ${route.path}`] ?? (route.body ? [route.body] : []);
 
 function registeredRoutes(): RouteEntry[] {
   const app = createApp();
@@ -94,15 +95,20 @@ function documentedFields(doc: OpenApiDoc, schema: JsonSchema): Set<string> {
   const walk = (node: JsonSchema | undefined, path: string, depth: number): void => {
     if (!node || depth > 40) return;
     const ref = node.$ref;
-    if (typeof ref === "string") return walk(doc.components.schemas[ref.replace("#/components/schemas/", "")], path, depth + 1);
-    for (const key of ["allOf", "anyOf", "oneOf"]) for (const part of (node[key] as JsonSchema[] | undefined) ?? []) walk(part, path, depth + 1);
+    if (typeof ref === "string") {
+      walk(doc.components.schemas[ref.replace("#/components/schemas/", "")], path, depth + 1);
+      return;
+    }
+    for (const key of ["allOf", "anyOf", "oneOf"])
+      for (const part of (node[key] as JsonSchema[] | undefined) ?? []) walk(part, path, depth + 1);
     for (const [key, member] of Object.entries((node.properties as Record<string, JsonSchema> | undefined) ?? {})) {
       const child = path ? `${path}.${key}` : key;
       fields.add(child);
       walk(member, child, depth + 1);
     }
     if (node.items) walk(node.items as JsonSchema, `${path}[]`, depth + 1);
-    if (typeof node.additionalProperties === "object") walk(node.additionalProperties as JsonSchema, `${path}.*`, depth + 1);
+    if (typeof node.additionalProperties === "object")
+      walk(node.additionalProperties as JsonSchema, `${path}.*`, depth + 1);
   };
   walk(schema, "", 0);
   return fields;
@@ -157,9 +163,11 @@ describe("every option the server reads is in /openapi.json", () => {
         continue;
       }
       if (route.body) {
-        const content = (operation.requestBody as { content?: Record<string, { schema: JsonSchema }> } | undefined)?.content ?? {};
+        const content =
+          (operation.requestBody as { content?: Record<string, { schema: JsonSchema }> } | undefined)?.content ?? {};
         const documented = new Set<string>();
-        for (const media of Object.values(content)) for (const field of documentedFields(doc, media.schema)) documented.add(field);
+        for (const media of Object.values(content))
+          for (const field of documentedFields(doc, media.schema)) documented.add(field);
         for (const field of bodySchemas(route).flatMap((schema) => [...acceptedFields(schema).fields])) {
           checked += 1;
           if (!documented.has(field)) missing.push(`${route.method.toUpperCase()} ${route.path}: body ${field}`);
@@ -183,7 +191,8 @@ describe("every option the server reads is in /openapi.json", () => {
       if (!route.body) continue;
       for (const spot of bodySchemas(route).flatMap((schema) => [...acceptedFields(schema).freeForm])) {
         const name = spot.replace(/\[\]$/, "").split(".").pop() ?? spot;
-        if (!Object.hasOwn(FREE_FORM_DATA, name)) unexplained.push(`${route.method.toUpperCase()} ${route.path}: ${spot}`);
+        if (!Object.hasOwn(FREE_FORM_DATA, name))
+          unexplained.push(`${route.method.toUpperCase()} ${route.path}: ${spot}`);
       }
     }
     expect(unexplained).toEqual([]);

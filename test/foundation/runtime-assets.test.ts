@@ -30,10 +30,14 @@ describe("runtime assets", () => {
   });
 
   it("a deployment without its assets says which one is missing and how to build it, and tries again later", async () => {
-    await expect(runtimeAsset({ ASSETS: undefined }, "/_loom/nothing.bin")).rejects.toThrow("Loom's static assets are not bound (ASSETS, wrangler.toml [assets])");
+    await expect(runtimeAsset({ ASSETS: undefined }, "/_loom/nothing.bin")).rejects.toThrow(
+      "Loom's static assets are not bound (ASSETS, wrangler.toml [assets])",
+    );
     const missing = runtimeAsset(env, "/_loom/not-built.bin");
     await expect(missing).rejects.toBeInstanceOf(AppError);
-    await expect(missing).rejects.toThrow("static asset /_loom/not-built.bin is missing (404); run npm run build before deploying");
+    await expect(missing).rejects.toThrow(
+      "static asset /_loom/not-built.bin is missing (404); run npm run build before deploying",
+    );
     // A failure is not cached: the same path is fetched again on the next call.
     expect(runtimeAsset(env, "/_loom/not-built.bin")).not.toBe(missing);
     await expect(runtimeAsset(env, "/_loom/not-built.bin")).rejects.toThrow("missing");

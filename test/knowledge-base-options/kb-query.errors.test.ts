@@ -9,7 +9,12 @@ import { connect } from "../providers/connect";
 import { FakeNetwork, openAiCompletion } from "../providers/fake-providers";
 
 const failed = (error: string) => ({ status: "failed", error });
-const authOf = (org: Org): AuthContext => ({ userId: org.owner.userId, orgId: org.orgId, role: "owner", via: "api_key" });
+const authOf = (org: Org): AuthContext => ({
+  userId: org.owner.userId,
+  orgId: org.orgId,
+  role: "owner",
+  via: "api_key",
+});
 
 async function kbWithCorpus() {
   const org = await seedOrg();
@@ -21,19 +26,33 @@ async function kbWithCorpus() {
 describe("knowledge-base query options: errors", () => {
   it("an option that needs a generative model answers 400 naming the connection kinds to add", async () => {
     const { kb, key } = await kbWithCorpus();
-    for (const option of ["transform_query", "answer_multi_query", "generate_metadata_filters", "generate_ai_doc_summaries"]) {
+    for (const option of [
+      "transform_query",
+      "answer_multi_query",
+      "generate_metadata_filters",
+      "generate_ai_doc_summaries",
+    ]) {
       const res = await query(key, kb, { query: "whales", config: { [option]: true } });
       expect(res).toMatchObject({
         status: 400,
-        body: failed(`config.${option} needs a chat model: add a connection of kind openai, anthropic or workers_ai (POST /admin/connections/create) or name a model as <connection>/<model>`),
+        body: failed(
+          `config.${option} needs a chat model: add a connection of kind openai, anthropic or workers_ai (POST /admin/connections/create) or name a model as <connection>/<model>`,
+        ),
       });
     }
     expect((await query(key, kb, { query: "whales", config: { rerank_documents: true } })).body).toEqual(
-      failed("config.rerank_documents needs a rerank model: add a connection of kind cohere or workers_ai (POST /admin/connections/create) or name a model as <connection>/<model>"),
+      failed(
+        "config.rerank_documents needs a rerank model: add a connection of kind cohere or workers_ai (POST /admin/connections/create) or name a model as <connection>/<model>",
+      ),
     );
-    expect((await query(key, kb, { query: "whales", config: { do_advanced_qa: true, question_answering_config: { qa_model: "nope/gpt" } } })).body).toEqual(
-      failed("model 'nope/gpt': this organization has no connection named 'nope'"),
-    );
+    expect(
+      (
+        await query(key, kb, {
+          query: "whales",
+          config: { do_advanced_qa: true, question_answering_config: { qa_model: "nope/gpt" } },
+        })
+      ).body,
+    ).toEqual(failed("model 'nope/gpt': this organization has no connection named 'nope'"));
   });
 
   it("validates the rest of the request before any model is called", async () => {
@@ -42,9 +61,14 @@ describe("knowledge-base query options: errors", () => {
     const net = new FakeNetwork().on("https://api.openai.com/", () => openAiCompletion("x"));
     for (const [config, message] of [
       [{ transform_query: true, retrieval_unit: "paragraphs" }, "invalid retrieval unit: paragraphs"],
-      [{ do_advanced_qa: true, question_answering_config: { advanced_qa_mode: "slow" } }, "invalid advanced QA mode: slow"],
+      [
+        { do_advanced_qa: true, question_answering_config: { advanced_qa_mode: "slow" } },
+        "invalid advanced QA mode: slow",
+      ],
     ] as const) {
-      const error = await queryWithModelOptions(env, authOf(org), kb, QueryBody.parse({ query: "whales", config }), { fetch: net.fetch }).then(
+      const error = await queryWithModelOptions(env, authOf(org), kb, QueryBody.parse({ query: "whales", config }), {
+        fetch: net.fetch,
+      }).then(
         () => null,
         (e: unknown) => e as Error,
       );
@@ -66,13 +90,32 @@ describe("knowledge-base query options: errors", () => {
   it("a proposed filter on keys the knowledge base lacks, or one that does not compile, is reported and not applied", async () => {
     const { org, kb } = await kbWithCorpus();
     await connect(org, { name: "openai", kind: "openai", secret: "sk-val-2" });
-    const proposals = ['{"must": [{"key": "owner_password", "match": {"value": "x"}}]}', '{"must": [{"key": "topic", "match": {"value": {"$ne": 1}}}]}'];
+    const proposals = [
+      '{"must": [{"key": "owner_password", "match": {"value": "x"}}]}',
+      '{"must": [{"key": "topic", "match": {"value": {"$ne": 1}}}]}',
+    ];
     const net = new FakeNetwork().on("https://api.openai.com/", () => openAiCompletion(proposals.shift() ?? "{}"));
-    const unknownKey = await queryWithModelOptions(env, authOf(org), kb, QueryBody.parse({ query: "crust rupture", config: { generate_metadata_filters: true } }), { fetch: net.fetch });
-    expect(unknownKey.generated_filter).toEqual({ rejected: "the key 'owner_password' is not in this knowledge base's metadata" });
+    const unknownKey = await queryWithModelOptions(
+      env,
+      authOf(org),
+      kb,
+      QueryBody.parse({ query: "crust rupture", config: { generate_metadata_filters: true } }),
+      { fetch: net.fetch },
+    );
+    expect(unknownKey.generated_filter).toEqual({
+      rejected: "the key 'owner_password' is not in this knowledge base's metadata",
+    });
     expect((unknownKey.chunks ?? []).length).toBeGreaterThan(1);
-    const broken = await queryWithModelOptions(env, authOf(org), kb, QueryBody.parse({ query: "crust rupture", config: { generate_metadata_filters: true } }), { fetch: net.fetch });
-    expect(broken.generated_filter).toMatchObject({ rejected: expect.stringMatching(/^the proposed filter did not compile: /) as unknown as string });
+    const broken = await queryWithModelOptions(
+      env,
+      authOf(org),
+      kb,
+      QueryBody.parse({ query: "crust rupture", config: { generate_metadata_filters: true } }),
+      { fetch: net.fetch },
+    );
+    expect(broken.generated_filter).toMatchObject({
+      rejected: expect.stringMatching(/^the proposed filter did not compile: /) as unknown as string,
+    });
     expect((broken.chunks ?? []).length).toBeGreaterThan(1);
   });
 });
@@ -80,7 +123,10 @@ describe("knowledge-base query options: errors", () => {
 describe("knowledge-base query options: body shapes", () => {
   it("accepts the options as form fields too", async () => {
     const { kb, key } = await kbWithCorpus();
-    const res = await query(key, kb, { query: "how do whales breathe", config: JSON.stringify({ do_advanced_qa: "true" }) } as Body);
+    const res = await query(key, kb, {
+      query: "how do whales breathe",
+      config: JSON.stringify({ do_advanced_qa: "true" }),
+    } as Body);
     expect(res.status).toBe(200);
     expect((res.body.result as Body).response).toContain("[1]");
   });

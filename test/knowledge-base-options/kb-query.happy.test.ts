@@ -30,8 +30,10 @@ function fakeModel(): FakeNetwork {
     const system = messages[0]?.content ?? "";
     const user = messages.at(-1)?.content ?? "";
     if (system.includes("rewrite a user's search query")) return openAiCompletion("how do whales breathe");
-    if (system.includes("different search queries")) return openAiCompletion("whale blowhole air\nmarine mammal respiration");
-    if (system.includes("metadata filter")) return openAiCompletion('{"must": [{"key": "topic", "match": {"value": "geology"}}]}');
+    if (system.includes("different search queries"))
+      return openAiCompletion("whale blowhole air\nmarine mammal respiration");
+    if (system.includes("metadata filter"))
+      return openAiCompletion('{"must": [{"key": "topic", "match": {"value": "geology"}}]}');
     if (system.includes("Summarise the document")) return openAiCompletion(`Summary of: ${user.slice(0, 20)}`);
     return openAiCompletion(`Whales breathe air through blowholes [1].`);
   });
@@ -44,7 +46,12 @@ describe("knowledge-base query options: offline, through the route", () => {
     expect(res.status).toBe(200);
     const result = res.body.result as Body;
     expect(result.response).toBe("Whales breathe air through blowholes [1].");
-    expect(result.answer_metadata).toMatchObject({ model: "loom/extractive", extractive: true, mode: "fast", citations: [{ source: 1, documentId: ids.whales }] });
+    expect(result.answer_metadata).toMatchObject({
+      model: "loom/extractive",
+      extractive: true,
+      mode: "fast",
+      citations: [{ source: 1, documentId: ids.whales }],
+    });
     expect(result.usage).toMatchObject({ input_tokens: 0, output_tokens: 0 });
   });
 
@@ -65,7 +72,17 @@ describe("knowledge-base query options: with model providers", () => {
     const { org, kb } = await kbWithCorpus();
     await connect(org, { name: "openai", kind: "openai", secret: "sk-kbq-1111" });
     const net = fakeModel();
-    const result = await queryWithModelOptions(env, authOf(org), kb, input({ query: "and how do they breathe?", context: "user: tell me about whales", config: { transform_query: true, answer_multi_query: true } }), { fetch: net.fetch });
+    const result = await queryWithModelOptions(
+      env,
+      authOf(org),
+      kb,
+      input({
+        query: "and how do they breathe?",
+        context: "user: tell me about whales",
+        config: { transform_query: true, answer_multi_query: true },
+      }),
+      { fetch: net.fetch },
+    );
     expect(result.queries).toEqual(["how do whales breathe", "whale blowhole air", "marine mammal respiration"]);
     expect(result.usage).toMatchObject({ input_tokens: 84, output_tokens: 14, total_tokens: 98 });
     const rewriteUser = (net.received[0]?.json?.messages as { content: string }[] | undefined)?.at(-1)?.content ?? "";
@@ -77,7 +94,13 @@ describe("knowledge-base query options: with model providers", () => {
     const { org, kb, ids } = await kbWithCorpus();
     await connect(org, { name: "openai", kind: "openai", secret: "sk-kbq-2222" });
     const net = fakeModel();
-    const result = await queryWithModelOptions(env, authOf(org), kb, input({ query: "rupture of the crust", config: { generate_metadata_filters: true } }), { fetch: net.fetch });
+    const result = await queryWithModelOptions(
+      env,
+      authOf(org),
+      kb,
+      input({ query: "rupture of the crust", config: { generate_metadata_filters: true } }),
+      { fetch: net.fetch },
+    );
     expect(result.generated_filter).toEqual({ applied: { must: [{ key: "topic", match: { value: "geology" } }] } });
     expect((result.chunks ?? []).map((c) => c.document_id)).toEqual([ids.volcano]);
     const system = (net.received[0]?.json?.messages as { content: string }[] | undefined)?.[0]?.content ?? "";
@@ -89,9 +112,22 @@ describe("knowledge-base query options: with model providers", () => {
     const { org, kb, ids } = await kbWithCorpus();
     await connect(org, { name: "openai", kind: "openai", secret: "sk-kbq-3333" });
     const net = fakeModel();
-    const result = await queryWithModelOptions(env, authOf(org), kb, input({ query: "how do whales breathe", config: { do_advanced_qa: true, question_answering_config: { advanced_qa_mode: "fast" } } }), { fetch: net.fetch });
+    const result = await queryWithModelOptions(
+      env,
+      authOf(org),
+      kb,
+      input({
+        query: "how do whales breathe",
+        config: { do_advanced_qa: true, question_answering_config: { advanced_qa_mode: "fast" } },
+      }),
+      { fetch: net.fetch },
+    );
     expect(result.response).toBe("Whales breathe air through blowholes [1].");
-    expect(result.answer_metadata).toMatchObject({ model: "openai/gpt-4o-mini", extractive: false, citations: [{ source: 1, documentId: ids.whales }] });
+    expect(result.answer_metadata).toMatchObject({
+      model: "openai/gpt-4o-mini",
+      extractive: false,
+      citations: [{ source: 1, documentId: ids.whales }],
+    });
     const messages = net.received[0]?.json?.messages as { content: string }[];
     expect(messages[0]?.content).toContain("Whales breathe air through blowholes.");
     expect(messages.at(-1)?.content).toBe("how do whales breathe");
@@ -101,7 +137,11 @@ describe("knowledge-base query options: with model providers", () => {
     const { org, kb, ids } = await kbWithCorpus();
     await connect(org, { name: "openai", kind: "openai", secret: "sk-kbq-4444" });
     const net = fakeModel();
-    const body = input({ query: "bread yeast", search_metadata: { top_k: 2 }, config: { generate_ai_doc_summaries: true } });
+    const body = input({
+      query: "bread yeast",
+      search_metadata: { top_k: 2 },
+      config: { generate_ai_doc_summaries: true },
+    });
     const first = await queryWithModelOptions(env, authOf(org), kb, body, { fetch: net.fetch });
     expect(first.summaries?.[ids.bread]).toBe("Summary of: Sourdough bread is m");
     const calls = net.received.length;
@@ -120,7 +160,14 @@ describe("knowledge-base query options: with model providers", () => {
       env,
       authOf(org),
       kb,
-      input({ query: "sourdough starter", config: { rerank_documents: true, reranking_config: { reranking_model: "rerank-v3.5", api_key: "one-call-key-5555", num_chunks_to_rerank: 3 }, do_advanced_qa: true } }),
+      input({
+        query: "sourdough starter",
+        config: {
+          rerank_documents: true,
+          reranking_config: { reranking_model: "rerank-v3.5", api_key: "one-call-key-5555", num_chunks_to_rerank: 3 },
+          do_advanced_qa: true,
+        },
+      }),
       { fetch: net.fetch, ai },
     );
     expect(net.received[0]?.headers.authorization).toBe("Bearer one-call-key-5555");

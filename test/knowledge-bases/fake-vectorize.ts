@@ -12,7 +12,13 @@ export class FakeVectorize implements VectorizeBinding {
   readonly vectors = new Map<string, Stored>();
 
   async upsert(vectors: VectorizeVector[]): Promise<VectorizeAsyncMutation> {
-    for (const v of vectors) this.vectors.set(v.id, { id: v.id, values: Array.from(v.values), namespace: v.namespace, metadata: v.metadata as Stored["metadata"] });
+    for (const v of vectors)
+      this.vectors.set(v.id, {
+        id: v.id,
+        values: Array.from(v.values),
+        namespace: v.namespace,
+        metadata: v.metadata as Stored["metadata"],
+      });
     return { mutationId: crypto.randomUUID() };
   }
 
@@ -31,11 +37,19 @@ export class FakeVectorize implements VectorizeBinding {
   async query(vector: VectorFloatArray | number[], options: VectorizeQueryOptions = {}): Promise<VectorizeMatches> {
     const topK = options.topK ?? 5;
     const withMetadata = options.returnMetadata === true || options.returnMetadata === "all";
-    if (withMetadata && topK > 50) throw new Error("VECTOR_QUERY_ERROR: topK must be at most 50 when returning metadata");
+    if (withMetadata && topK > 50)
+      throw new Error("VECTOR_QUERY_ERROR: topK must be at most 50 when returning metadata");
     const q = Array.from(vector);
     const matches = [...this.vectors.values()]
-      .filter((v) => (options.namespace === undefined || v.namespace === options.namespace) && this.passes(v, options.filter))
-      .map((v) => ({ id: v.id, score: cosine(q, v.values), namespace: v.namespace, metadata: withMetadata ? v.metadata : undefined }))
+      .filter(
+        (v) => (options.namespace === undefined || v.namespace === options.namespace) && this.passes(v, options.filter),
+      )
+      .map((v) => ({
+        id: v.id,
+        score: cosine(q, v.values),
+        namespace: v.namespace,
+        metadata: withMetadata ? v.metadata : undefined,
+      }))
       .sort((a, b) => b.score - a.score)
       .slice(0, topK);
     return { matches, count: matches.length };
@@ -45,7 +59,10 @@ export class FakeVectorize implements VectorizeBinding {
     if (!filter) return true;
     return Object.entries(filter).every(([key, condition]) => {
       const value = v.metadata?.[key] as unknown;
-      const ops: [Op, unknown][] = condition !== null && typeof condition === "object" ? (Object.entries(condition) as [Op, unknown][]) : [["$eq", condition]];
+      const ops: [Op, unknown][] =
+        condition !== null && typeof condition === "object"
+          ? (Object.entries(condition) as [Op, unknown][])
+          : [["$eq", condition]];
       return ops.every(([op, target]) => {
         const values = Array.isArray(value) ? value : [value];
         switch (op) {

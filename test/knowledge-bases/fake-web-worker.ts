@@ -21,7 +21,10 @@ export class FakeWeb extends WorkerEntrypoint {
     requests.push(request.url);
     const page = pages.get(request.url);
     if (!page) return new Response("not found", { status: 404, headers: { "content-type": "text/plain" } });
-    return new Response(page.body ?? "", { status: page.status ?? 200, headers: page.headers ?? { "content-type": "text/html; charset=utf-8" } });
+    return new Response(page.body ?? "", {
+      status: page.status ?? 200,
+      headers: page.headers ?? { "content-type": "text/html; charset=utf-8" },
+    });
   }
 }
 

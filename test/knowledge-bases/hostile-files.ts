@@ -130,12 +130,15 @@ export function makeZip(entries: ZipEntrySpec[]): Uint8Array {
   return concat([...parts, ...central, end]);
 }
 
-export const DOCX_PREFIX = '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>';
+export const DOCX_PREFIX =
+  '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>';
 
 /** A DOCX whose word/document.xml inflates to about `inflated` bytes while its headers claim `declared`. */
 export function docxBomb(inflated: number, declared: number): Uint8Array {
   const { data } = deflateRepeating(new TextEncoder().encode(`${DOCX_PREFIX}Boom `), inflated);
-  const types = new TextEncoder().encode('<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>');
+  const types = new TextEncoder().encode(
+    '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>',
+  );
   return makeZip([
     { name: "[Content_Types].xml", data: types, method: 0, declaredSize: types.length },
     { name: "word/document.xml", data, method: 8, declaredSize: declared },
@@ -147,22 +150,35 @@ export function docxBomb(inflated: number, declared: number): Uint8Array {
  * spaces, FlateDecode-compressed. pdf.js decodes the stream again for every page.
  */
 export function pdfWithFlateStream(inflated: number, pages = 1): Uint8Array {
-  const stream = zlibRepeating(new TextEncoder().encode("BT /F1 12 Tf 72 720 Td (Decompression bomb) Tj ET "), inflated);
+  const stream = zlibRepeating(
+    new TextEncoder().encode("BT /F1 12 Tf 72 720 Td (Decompression bomb) Tj ET "),
+    inflated,
+  );
   const pageIds = Array.from({ length: pages }, (_, i) => 5 + i);
   const objects: (string | Uint8Array[])[] = [];
   objects[1] = "<< /Type /Catalog /Pages 2 0 R >>";
   objects[2] = `<< /Type /Pages /Kids [${pageIds.map((id) => `${id} 0 R`).join(" ")}] /Count ${pages} >>`;
   objects[3] = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>";
   const encoder = new TextEncoder();
-  objects[4] = [encoder.encode(`<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`), stream, encoder.encode("\nendstream")];
-  for (const id of pageIds) objects[id] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 3 0 R >> >> >>`;
+  objects[4] = [
+    encoder.encode(`<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`),
+    stream,
+    encoder.encode("\nendstream"),
+  ];
+  for (const id of pageIds)
+    objects[id] =
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 3 0 R >> >> >>`;
   const parts: Uint8Array[] = [encoder.encode("%PDF-1.4\n")];
   let length = parts[0].length;
   const offsets: number[] = [];
   for (let id = 1; id < objects.length; id++) {
     offsets[id] = length;
     const body = objects[id];
-    const chunk = [encoder.encode(`${id} 0 obj\n`), ...(typeof body === "string" ? [encoder.encode(body)] : body), encoder.encode("\nendobj\n")];
+    const chunk = [
+      encoder.encode(`${id} 0 obj\n`),
+      ...(typeof body === "string" ? [encoder.encode(body)] : body),
+      encoder.encode("\nendobj\n"),
+    ];
     for (const c of chunk) {
       parts.push(c);
       length += c.length;

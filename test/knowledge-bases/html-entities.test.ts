@@ -7,7 +7,8 @@ describe("knowledge bases: HTML character references", () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const kb = await createKb(key);
-    const page = "<html><body><p>The caf&eacute; by the &Scaron;koda works serves &ccaron;aj and cr&egrave;me br&ucirc;l&eacute;e &mdash; &euro;4.</p></body></html>";
+    const page =
+      "<html><body><p>The caf&eacute; by the &Scaron;koda works serves &ccaron;aj and cr&egrave;me br&ucirc;l&eacute;e &mdash; &euro;4.</p></body></html>";
     await indexText(key, kb, "menu.html", page, undefined, "text/html");
     const found = await query(key, kb, { queries: ["café"], config: { retrieval_config: { search_mode: "keyword" } } });
     expect(found.items.length).toBe(1);

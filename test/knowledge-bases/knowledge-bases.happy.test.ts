@@ -32,7 +32,19 @@ describe("knowledge bases: records", () => {
 
     const byId = await send(`/v1/knowledge-base?id=${id}`, key);
     expect(byId.status).toBe(200);
-    expect(byId.body.object).toMatchObject({ _id: id, name: "handbook", description: "Team handbook", chunkSize: 400, chunkOverlap: 0, fileProcessingImplementation: "Default", analyzeDocuments: false, isHybrid: true, embeddingModel: "loom/static-use-256", ownerId: org.owner.userId, orgId: org.orgId });
+    expect(byId.body.object).toMatchObject({
+      _id: id,
+      name: "handbook",
+      description: "Team handbook",
+      chunkSize: 400,
+      chunkOverlap: 0,
+      fileProcessingImplementation: "Default",
+      analyzeDocuments: false,
+      isHybrid: true,
+      embeddingModel: "loom/static-use-256",
+      ownerId: org.owner.userId,
+      orgId: org.orgId,
+    });
     const byName = await send(`/v1/knowledge-base?name=handbook`, key);
     expect((byName.body.object as Body)._id).toBe(id);
 
@@ -53,7 +65,11 @@ describe("knowledge bases: records", () => {
     form.set("chunk_size", "200");
     form.set("chunk_overlap", "20");
     form.set("is_hybrid", "false");
-    const res = await call("/v1/knowledge-base", { method: "POST", headers: { authorization: `Bearer ${org.owner.apiKey}` }, body: form });
+    const res = await call("/v1/knowledge-base", {
+      method: "POST",
+      headers: { authorization: `Bearer ${org.owner.apiKey}` },
+      body: form,
+    });
     expect(res.status).toBe(200);
     const id = ((await res.json()) as Body).id;
     const fetched = await send(`/v1/knowledge-base?id=${String(id)}`, org.owner.apiKey);
@@ -87,13 +103,23 @@ describe("knowledge bases: documents", () => {
     const list = docs.body.documents as Body[];
     expect(list).toHaveLength(4);
     expect(list.every((d) => d.status === "ready" && d.chunkCount === 1 && d.error === null)).toBe(true);
-    expect(list.find((d) => d._id === ids.whales)).toMatchObject({ name: "whales.txt", mimeType: "text/plain", source: "file", customMetadata: CORPUS.whales.meta });
+    expect(list.find((d) => d._id === ids.whales)).toMatchObject({
+      name: "whales.txt",
+      mimeType: "text/plain",
+      source: "file",
+      customMetadata: CORPUS.whales.meta,
+    });
 
-    const del = await send(`/v1/knowledge-base/${kb}/documents?document_ids=${ids.whales},${ids.bread}`, key, { method: "DELETE" });
+    const del = await send(`/v1/knowledge-base/${kb}/documents?document_ids=${ids.whales},${ids.bread}`, key, {
+      method: "DELETE",
+    });
     expect(del.body).toEqual({ status: "success", document_ids: [ids.whales, ids.bread] });
     const after = (await send(`/v1/knowledge-base/${kb}/documents`, key)).body.documents as Body[];
     expect(after.map((d) => d._id).sort()).toEqual([ids.volcano, ids.rockets].sort());
-    const q = await query(key, kb, { queries: ["whale blowholes"], config: { retrieval_config: { search_mode: "keyword" } } });
+    const q = await query(key, kb, {
+      queries: ["whale blowholes"],
+      config: { retrieval_config: { search_mode: "keyword" } },
+    });
     expect(q.items).toHaveLength(0);
     expect((await env.FILES.list({ prefix: `knowledge-bases/${kb}/${ids.whales}/` })).objects.length).toBe(0);
     expect(await storedVectors(kb)).toBe(2);
@@ -112,7 +138,12 @@ describe("knowledge bases: documents", () => {
   it("stores the original bytes in R2 under a server-generated key", async () => {
     const org = await seedOrg();
     const kb = await createKb(org.owner.apiKey);
-    const id = await indexText(org.owner.apiKey, kb, "../../etc/passwd", "Path-like names never choose the storage key.");
+    const id = await indexText(
+      org.owner.apiKey,
+      kb,
+      "../../etc/passwd",
+      "Path-like names never choose the storage key.",
+    );
     const stored = await env.FILES.get(`knowledge-bases/${kb}/${id}/original`);
     expect(await stored?.text()).toBe("Path-like names never choose the storage key.");
   });
@@ -121,7 +152,10 @@ describe("knowledge bases: documents", () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const kb = await createKb(key, { chunk_size: 16 });
-    const sentences = Array.from({ length: 1200 }, (_, i) => `Sentence number ${i} talks about topic ${i % 7} in plain words.`).join(" ");
+    const sentences = Array.from(
+      { length: 1200 },
+      (_, i) => `Sentence number ${i} talks about topic ${i % 7} in plain words.`,
+    ).join(" ");
     const res = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("big.txt", "text/plain", sentences));
     expect(res.status).toBe(200);
     const docId = (res.body.document_ids as string[])[0];
@@ -134,7 +168,10 @@ describe("knowledge bases: documents", () => {
     }
     const after = (await send(`/v1/knowledge-base/${kb}/documents`, key)).body.documents as Body[];
     expect(after[0], JSON.stringify(after[0])).toMatchObject({ _id: docId, status: "ready", chunkCount: 1200 });
-    const q = await query(key, kb, { queries: ["Sentence number 1199"], config: { retrieval_config: { search_mode: "keyword" } } });
+    const q = await query(key, kb, {
+      queries: ["Sentence number 1199"],
+      config: { retrieval_config: { search_mode: "keyword" } },
+    });
     expect(q.items[0].text).toContain("Sentence number 1199");
   });
 });
@@ -142,12 +179,37 @@ describe("knowledge bases: documents", () => {
 describe("knowledge bases: formats", () => {
   const cases: [string, string, string | Uint8Array, string][] = [
     ["notes.txt", "text/plain", "The lighthouse keeper logs every passing ship.", "lighthouse keeper"],
-    ["guide.md", "text/markdown", "# Setup\n\nInstall the compressor first.\n\n## Running\n\nStart the turbine slowly.", "turbine"],
-    ["page.html", "text/html", "<html><head><style>.x{color:red}</style><script>var secret=1;</script></head><body><h1>Gardening</h1><p>Tomatoes need &amp; love sunlight.</p></body></html>", "tomatoes sunlight"],
+    [
+      "guide.md",
+      "text/markdown",
+      "# Setup\n\nInstall the compressor first.\n\n## Running\n\nStart the turbine slowly.",
+      "turbine",
+    ],
+    [
+      "page.html",
+      "text/html",
+      "<html><head><style>.x{color:red}</style><script>var secret=1;</script></head><body><h1>Gardening</h1><p>Tomatoes need &amp; love sunlight.</p></body></html>",
+      "tomatoes sunlight",
+    ],
     ["table.csv", "text/csv", 'city,river\nParis,Seine\n"London, UK",Thames\n', "Thames"],
-    ["data.json", "application/json", JSON.stringify({ planet: { name: "Mars", moons: ["Phobos", "Deimos"] } }), "Phobos"],
-    ["paper.pdf", "application/pdf", makePdf(["Glaciers carve valleys over millennia.", "Moraines mark where glaciers stopped."]), "moraines"],
-    ["report.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", makeDocx("Quarterly report", ["Revenue grew in the northern region.", "Costs fell."]), "revenue northern"],
+    [
+      "data.json",
+      "application/json",
+      JSON.stringify({ planet: { name: "Mars", moons: ["Phobos", "Deimos"] } }),
+      "Phobos",
+    ],
+    [
+      "paper.pdf",
+      "application/pdf",
+      makePdf(["Glaciers carve valleys over millennia.", "Moraines mark where glaciers stopped."]),
+      "moraines",
+    ],
+    [
+      "report.docx",
+      "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+      makeDocx("Quarterly report", ["Revenue grew in the northern region.", "Costs fell."]),
+      "revenue northern",
+    ],
   ];
   for (const [name, mime, content, search] of cases) {
     it(`indexes ${name} (${mime}) and finds its text`, async () => {
@@ -161,7 +223,13 @@ describe("knowledge bases: formats", () => {
       const q = await query(key, kb, { queries: [search], config: { retrieval_config: { search_mode: "keyword" } } });
       expect(q.items.length).toBeGreaterThan(0);
       expect(String(q.items[0].text).toLowerCase()).toContain(search.split(" ")[0].toLowerCase());
-      expect(q.items[0].metadata).toMatchObject({ team: "qa", name, path: `/docs/${name}`, mime_type: mime, source: "file" });
+      expect(q.items[0].metadata).toMatchObject({
+        team: "qa",
+        name,
+        path: `/docs/${name}`,
+        mime_type: mime,
+        source: "file",
+      });
       expect(String(q.items[0].text)).not.toContain("secret");
     });
   }
@@ -170,11 +238,25 @@ describe("knowledge bases: formats", () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const kb = await createKb(key);
-    await post(`/v1/knowledge-base/${kb}/index`, key, fileData("p.pdf", "application/pdf", makePdf(["Alpha page text.", "Beta page mentions moraines."])));
+    await post(
+      `/v1/knowledge-base/${kb}/index`,
+      key,
+      fileData("p.pdf", "application/pdf", makePdf(["Alpha page text.", "Beta page mentions moraines."])),
+    );
     const q = await query(key, kb, { queries: ["moraines"], config: { retrieval_config: { search_mode: "keyword" } } });
     expect(q.items[0].metadata).toMatchObject({ page: 2 });
-    await indexText(key, kb, "m.md", "# Intro\n\nHello there.\n\n## Usage\n\nRun the flux capacitor.", undefined, "text/markdown");
-    const m = await query(key, kb, { queries: ["flux capacitor"], config: { retrieval_config: { search_mode: "keyword" } } });
+    await indexText(
+      key,
+      kb,
+      "m.md",
+      "# Intro\n\nHello there.\n\n## Usage\n\nRun the flux capacitor.",
+      undefined,
+      "text/markdown",
+    );
+    const m = await query(key, kb, {
+      queries: ["flux capacitor"],
+      config: { retrieval_config: { search_mode: "keyword" } },
+    });
     expect(m.items[0].metadata).toMatchObject({ section: "Usage" });
   });
 
@@ -183,9 +265,16 @@ describe("knowledge bases: formats", () => {
     const key = org.owner.apiKey;
     const kb = await createKb(key);
     const form = new FormData();
-    form.set("file_data.file", new File(["Multipart uploads reach the same index."], "upload.txt", { type: "text/plain" }));
+    form.set(
+      "file_data.file",
+      new File(["Multipart uploads reach the same index."], "upload.txt", { type: "text/plain" }),
+    );
     form.set("file_data.custom_metadata", JSON.stringify({ channel: "form" }));
-    const res = await call(`/v1/knowledge-base/${kb}/index`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    const res = await call(`/v1/knowledge-base/${kb}/index`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
     expect(res.status).toBe(200);
     const q = await query(key, kb, { queries: ["multipart uploads"] });
     expect(q.items[0].metadata).toMatchObject({ channel: "form", name: "upload.txt" });
@@ -193,7 +282,6 @@ describe("knowledge bases: formats", () => {
 });
 
 describe("knowledge bases: query options", () => {
-
   it("runs keyword, vector and hybrid search (rrf and weighted)", async () => {
     const { key, kb, ids } = await corpusKb();
     for (const config of [
@@ -215,18 +303,32 @@ describe("knowledge bases: query options", () => {
     const { key, kb, ids } = await corpusKb();
     const q = await query(key, kb, { queries: ["volcanic ash magma"] });
     expect(q.body.status).toBe("success");
-    expect(q.items[0]).toEqual({ id: `${ids.volcano}-0`, document_id: ids.volcano, score: expect.any(Number), text: CORPUS.volcano.text, metadata: expect.objectContaining({ topic: "geology" }) });
+    expect(q.items[0]).toEqual({
+      id: `${ids.volcano}-0`,
+      document_id: ids.volcano,
+      score: expect.any(Number),
+      text: CORPUS.volcano.text,
+      metadata: expect.objectContaining({ topic: "geology" }),
+    });
     expect((q.body.result as Body).queries).toEqual(["volcanic ash magma"]);
-    for (let i = 1; i < q.items.length; i++) expect(Number(q.items[i - 1].score)).toBeGreaterThanOrEqual(Number(q.items[i].score));
+    for (let i = 1; i < q.items.length; i++)
+      expect(Number(q.items[i - 1].score)).toBeGreaterThanOrEqual(Number(q.items[i].score));
   });
 
   it("honours top_k and score_cutoff", async () => {
     const { key, kb } = await corpusKb();
-    const two = await query(key, kb, { queries: ["the"], search_metadata: { top_k: 2 }, config: { retrieval_config: { search_mode: "vector" } } });
+    const two = await query(key, kb, {
+      queries: ["the"],
+      search_metadata: { top_k: 2 },
+      config: { retrieval_config: { search_mode: "vector" } },
+    });
     expect(two.items).toHaveLength(2);
     const all = await query(key, kb, { queries: ["whale"], config: { retrieval_config: { search_mode: "vector" } } });
     const cutoff = Number(all.items[0].score) - 1e-9;
-    const cut = await query(key, kb, { queries: ["whale"], config: { score_cutoff: cutoff, retrieval_config: { search_mode: "vector" } } });
+    const cut = await query(key, kb, {
+      queries: ["whale"],
+      config: { score_cutoff: cutoff, retrieval_config: { search_mode: "vector" } },
+    });
     expect(cut.items).toHaveLength(1);
     expect(cut.items.every((i) => Number(i.score) >= cutoff)).toBe(true);
   });
@@ -234,9 +336,17 @@ describe("knowledge bases: query options", () => {
   it("fuses several queries with rrf or max", async () => {
     const { key, kb, ids } = await corpusKb();
     for (const method of ["rrf", "max"]) {
-      const q = await query(key, kb, { queries: ["blue whale", "lava magma"], config: { retrieval_config: { data_fusion_method: method, search_mode: "keyword" } } });
+      const q = await query(key, kb, {
+        queries: ["blue whale", "lava magma"],
+        config: { retrieval_config: { data_fusion_method: method, search_mode: "keyword" } },
+      });
       expect(q.status).toBe(200);
-      expect(q.items.slice(0, 2).map((i) => i.document_id).sort()).toEqual([ids.whales, ids.volcano].sort());
+      expect(
+        q.items
+          .slice(0, 2)
+          .map((i) => i.document_id)
+          .sort(),
+      ).toEqual([ids.whales, ids.volcano].sort());
     }
   });
 
@@ -248,10 +358,17 @@ describe("knowledge bases: query options", () => {
     await indexText(key, kb, "c1.txt", long, { team: "a" });
     await indexText(key, kb, "c2.txt", `${long} Again.`, { team: "a" });
     await indexText(key, kb, "c3.txt", `${long} Third.`, { team: "b" });
-    const one = await query(key, kb, { queries: ["comets icy tails"], config: { retrieval_config: { max_documents: 1, search_mode: "keyword" } } });
+    const one = await query(key, kb, {
+      queries: ["comets icy tails"],
+      config: { retrieval_config: { max_documents: 1, search_mode: "keyword" } },
+    });
     expect(new Set(one.items.map((i) => i.document_id)).size).toBe(1);
     expect(one.items.length).toBeGreaterThan(1);
-    const grouped = await query(key, kb, { queries: ["comets icy tails"], search_metadata: { group_by_key: "team" }, config: { retrieval_config: { search_mode: "keyword" } } });
+    const grouped = await query(key, kb, {
+      queries: ["comets icy tails"],
+      search_metadata: { group_by_key: "team" },
+      config: { retrieval_config: { search_mode: "keyword" } },
+    });
     expect(grouped.items.map((i) => (i.metadata as Body).team).sort()).toEqual(["a", "b"]);
   });
 
@@ -259,28 +376,57 @@ describe("knowledge bases: query options", () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const kb = await createKb(key);
-    const pdf = await post(`/v1/knowledge-base/${kb}/index`, key, fileData("atlas.pdf", "application/pdf", makePdf(["Deserts receive little rain.", "Rainforests receive heavy rain daily."])));
+    const pdf = await post(
+      `/v1/knowledge-base/${kb}/index`,
+      key,
+      fileData(
+        "atlas.pdf",
+        "application/pdf",
+        makePdf(["Deserts receive little rain.", "Rainforests receive heavy rain daily."]),
+      ),
+    );
     const docId = (pdf.body.document_ids as string[])[0];
-    const docs = await query(key, kb, { queries: ["rain"], config: { retrieval_unit: "documents", retrieval_config: { search_mode: "keyword" } } });
+    const docs = await query(key, kb, {
+      queries: ["rain"],
+      config: { retrieval_unit: "documents", retrieval_config: { search_mode: "keyword" } },
+    });
     expect((docs.body.result as Body).documents).toBeDefined();
     expect(docs.items).toHaveLength(1);
     expect(docs.items[0]).toMatchObject({ id: docId, document_id: docId });
     expect(String(docs.items[0].text)).toContain("Deserts");
     expect(String(docs.items[0].text)).toContain("Rainforests");
-    const pages = await query(key, kb, { queries: ["rainforests"], config: { retrieval_unit: "page", retrieval_config: { search_mode: "keyword" } } });
+    const pages = await query(key, kb, {
+      queries: ["rainforests"],
+      config: { retrieval_unit: "page", retrieval_config: { search_mode: "keyword" } },
+    });
     expect((pages.body.result as Body).pages).toBeDefined();
-    expect(pages.items[0]).toMatchObject({ id: `${docId}:p2`, document_id: docId, metadata: expect.objectContaining({ page: 2 }) });
+    expect(pages.items[0]).toMatchObject({
+      id: `${docId}:p2`,
+      document_id: docId,
+      metadata: expect.objectContaining({ page: 2 }),
+    });
     const chunk = await query(key, kb, { queries: ["rain"], config: { retrieval_unit: "chunk" } });
     expect((chunk.body.result as Body).chunks).toBeDefined();
   });
 
   it("formats numbered sources with citation metadata for a language model", async () => {
     const { key, kb, ids } = await corpusKb();
-    const q = await query(key, kb, { queries: ["rocket engines vacuum"], search_metadata: { top_k: 2 }, config: { format_context_for_llm: true } });
+    const q = await query(key, kb, {
+      queries: ["rocket engines vacuum"],
+      search_metadata: { top_k: 2 },
+      config: { format_context_for_llm: true },
+    });
     const result = q.body.result as Body;
     expect(String(result.formatted_text)).toMatch(/\[1\] rockets\.txt, page 1\nRockets carry/);
     expect(String(result.formatted_text)).toContain("[2] ");
-    expect((result.citation_metadata as Body[])[0]).toMatchObject({ source_number: 1, document_id: ids.rockets, name: "rockets.txt", path: "/docs/rockets.txt", page: 1, source: "file" });
+    expect((result.citation_metadata as Body[])[0]).toMatchObject({
+      source_number: 1,
+      document_id: ids.rockets,
+      name: "rockets.txt",
+      path: "/docs/rockets.txt",
+      page: 1,
+      source: "file",
+    });
   });
 });
 
@@ -288,27 +434,104 @@ describe("knowledge bases: filters", () => {
   const everything = "whales volcano bread rockets lava yeast space marine";
 
   const cases: [string, Body, (ids: Record<string, string>) => string[]][] = [
-    ["qdrant match value", { filter: JSON.stringify({ must: [{ key: "topic", match: { value: "geology" } }] }) }, (i) => [i.volcano]],
-    ["qdrant match any", { filter: JSON.stringify({ must: [{ key: "topic", match: { any: ["geology", "space"] } }] }) }, (i) => [i.volcano, i.rockets]],
-    ["qdrant match except (excluding)", { filter: JSON.stringify({ must: [{ key: "topic", match: { except: ["geology", "space"] } }] }) }, (i) => [i.whales, i.bread]],
-    ["qdrant must_not (excluding)", { filter: JSON.stringify({ must_not: [{ key: "tags", match: { value: "ocean" } }] }) }, (i) => [i.volcano, i.bread, i.rockets]],
-    ["qdrant range", { filter: JSON.stringify({ must: [{ key: "year", range: { gte: 2020, lt: 2022 } }] }) }, (i) => [i.whales, i.rockets]],
-    ["qdrant should", { filter: JSON.stringify({ should: [{ key: "year", range: { lt: 2019 } }, { key: "draft", match: { value: true } }] }) }, (i) => [i.volcano, i.rockets]],
+    [
+      "qdrant match value",
+      { filter: JSON.stringify({ must: [{ key: "topic", match: { value: "geology" } }] }) },
+      (i) => [i.volcano],
+    ],
+    [
+      "qdrant match any",
+      { filter: JSON.stringify({ must: [{ key: "topic", match: { any: ["geology", "space"] } }] }) },
+      (i) => [i.volcano, i.rockets],
+    ],
+    [
+      "qdrant match except (excluding)",
+      { filter: JSON.stringify({ must: [{ key: "topic", match: { except: ["geology", "space"] } }] }) },
+      (i) => [i.whales, i.bread],
+    ],
+    [
+      "qdrant must_not (excluding)",
+      { filter: JSON.stringify({ must_not: [{ key: "tags", match: { value: "ocean" } }] }) },
+      (i) => [i.volcano, i.bread, i.rockets],
+    ],
+    [
+      "qdrant range",
+      { filter: JSON.stringify({ must: [{ key: "year", range: { gte: 2020, lt: 2022 } }] }) },
+      (i) => [i.whales, i.rockets],
+    ],
+    [
+      "qdrant should",
+      {
+        filter: JSON.stringify({
+          should: [
+            { key: "year", range: { lt: 2019 } },
+            { key: "draft", match: { value: true } },
+          ],
+        }),
+      },
+      (i) => [i.volcano, i.rockets],
+    ],
     ["qdrant is_empty", { filter: JSON.stringify({ must: [{ is_empty: { key: "tags" } }] }) }, (i) => [i.rockets]],
-    ["qdrant text and nested", { filter: JSON.stringify({ must: [{ must_not: [{ key: "name", match: { text: "WHALES" } }] }, { key: "source", match: { value: "file" } }] }) }, (i) => [i.volcano, i.bread, i.rockets]],
+    [
+      "qdrant text and nested",
+      {
+        filter: JSON.stringify({
+          must: [
+            { must_not: [{ key: "name", match: { text: "WHALES" } }] },
+            { key: "source", match: { value: "file" } },
+          ],
+        }),
+      },
+      (i) => [i.volcano, i.bread, i.rockets],
+    ],
     ["opensearch term", { searchengine_filter: JSON.stringify({ term: { topic: "cooking" } }) }, (i) => [i.bread]],
-    ["opensearch bool must_not (excluding)", { searchengine_filter: JSON.stringify({ bool: { must_not: [{ terms: { topic: ["cooking", "animals"] } }] } }) }, (i) => [i.volcano, i.rockets]],
-    ["opensearch range and exists", { searchengine_filter: JSON.stringify({ bool: { filter: [{ range: { year: { gt: 2018 } } }, { exists: { field: "tags" } }] } }) }, (i) => [i.whales, i.bread]],
-    ["opensearch prefix and should", { opensearch_filter: JSON.stringify({ bool: { should: [{ prefix: { name: "whal" } }, { match: { topic: "space" } }] } }) }, (i) => [i.whales, i.rockets]],
-    ["both languages together", { filter: JSON.stringify({ must: [{ key: "year", range: { gte: 2020 } }] }), searchengine_filter: JSON.stringify({ bool: { must_not: { term: { topic: "space" } } } }) }, (i) => [i.whales, i.bread]],
-    ["document_id", { filter: JSON.stringify({ must: [{ key: "document_id", match: { value: "__bread__" } }] }) }, (i) => [i.bread]],
+    [
+      "opensearch bool must_not (excluding)",
+      { searchengine_filter: JSON.stringify({ bool: { must_not: [{ terms: { topic: ["cooking", "animals"] } }] } }) },
+      (i) => [i.volcano, i.rockets],
+    ],
+    [
+      "opensearch range and exists",
+      {
+        searchengine_filter: JSON.stringify({
+          bool: { filter: [{ range: { year: { gt: 2018 } } }, { exists: { field: "tags" } }] },
+        }),
+      },
+      (i) => [i.whales, i.bread],
+    ],
+    [
+      "opensearch prefix and should",
+      {
+        opensearch_filter: JSON.stringify({
+          bool: { should: [{ prefix: { name: "whal" } }, { match: { topic: "space" } }] },
+        }),
+      },
+      (i) => [i.whales, i.rockets],
+    ],
+    [
+      "both languages together",
+      {
+        filter: JSON.stringify({ must: [{ key: "year", range: { gte: 2020 } }] }),
+        searchengine_filter: JSON.stringify({ bool: { must_not: { term: { topic: "space" } } } }),
+      },
+      (i) => [i.whales, i.bread],
+    ],
+    [
+      "document_id",
+      { filter: JSON.stringify({ must: [{ key: "document_id", match: { value: "__bread__" } }] }) },
+      (i) => [i.bread],
+    ],
   ];
   for (const [name, searchMetadata, expected] of cases) {
     it(`applies ${name} inside keyword, vector and hybrid search`, async () => {
       const { key, kb, ids } = await corpusKb();
       const meta = JSON.parse(JSON.stringify(searchMetadata).replace("__bread__", ids.bread)) as Body;
       for (const mode of ["keyword", "vector", "hybrid"]) {
-        const q = await query(key, kb, { queries: [everything], search_metadata: { ...meta, top_k: 10 }, config: { retrieval_config: { search_mode: mode } } });
+        const q = await query(key, kb, {
+          queries: [everything],
+          search_metadata: { ...meta, top_k: 10 },
+          config: { retrieval_config: { search_mode: mode } },
+        });
         expect(q.status, JSON.stringify(q.body)).toBe(200);
         expect(q.items.map((i) => i.document_id).sort(), `${mode}`).toEqual(expected(ids).sort());
       }
@@ -317,7 +540,10 @@ describe("knowledge bases: filters", () => {
 
   it("a filter that matches nothing returns nothing (it is never dropped)", async () => {
     const { key, kb } = await corpusKb();
-    const q = await query(key, kb, { queries: [everything], search_metadata: { filter: JSON.stringify({ must: [{ key: "topic", match: { value: "nothing-has-this" } }] }) } });
+    const q = await query(key, kb, {
+      queries: [everything],
+      search_metadata: { filter: JSON.stringify({ must: [{ key: "topic", match: { value: "nothing-has-this" } }] }) },
+    });
     expect(q.status).toBe(200);
     expect(q.items).toEqual([]);
   });
@@ -333,18 +559,26 @@ describe("knowledge bases: the index Durable Object", () => {
     const before = await query(key, kb, body);
     await evictDurableObject(kbStub(kb));
     const after = await query(key, kb, body);
-    expect(after.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
+    expect(after.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(
+      before.items.map((i) => [i.id, Number(i.score).toFixed(6)]),
+    );
   });
 
   it("keeps keyword scores across an eviction, and never answers from a stale cache after a write", async () => {
     const { key, kb, ids } = await corpusKb();
-    const body = { queries: ["whales bread rockets"], search_metadata: { top_k: 10 }, config: { retrieval_config: { search_mode: "keyword" } } };
+    const body = {
+      queries: ["whales bread rockets"],
+      search_metadata: { top_k: 10 },
+      config: { retrieval_config: { search_mode: "keyword" } },
+    };
     const before = await query(key, kb, body);
     expect(before.items.map((i) => i.document_id)).toContain(ids.whales);
     // Evicted: lengths and posting lists come back from SQLite, with the same scores.
     await evictDurableObject(kbStub(kb));
     const after = await query(key, kb, body);
-    expect(after.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
+    expect(after.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(
+      before.items.map((i) => [i.id, Number(i.score).toFixed(6)]),
+    );
     // An index stored before its lengths were packed rebuilds them once, to the same scores.
     await runInDurableObject(kbStub(kb), (_instance, state) => {
       state.storage.sql.exec("DELETE FROM length_blocks");
@@ -352,10 +586,19 @@ describe("knowledge bases: the index Durable Object", () => {
     });
     await evictDurableObject(kbStub(kb));
     const rebuilt = await query(key, kb, body);
-    expect(rebuilt.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(before.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
+    expect(rebuilt.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(
+      before.items.map((i) => [i.id, Number(i.score).toFixed(6)]),
+    );
     // A deleted document and a new one: the stored caches must not hide either change, even after another eviction.
-    expect((await send(`/v1/knowledge-base/${kb}/documents?document_ids=${ids.whales}`, key, { method: "DELETE" })).status).toBe(200);
-    const added = await indexText(key, kb, "more-whales.txt", "Humpback whales sing long songs. Whales migrate between feeding and breeding grounds.");
+    expect(
+      (await send(`/v1/knowledge-base/${kb}/documents?document_ids=${ids.whales}`, key, { method: "DELETE" })).status,
+    ).toBe(200);
+    const added = await indexText(
+      key,
+      kb,
+      "more-whales.txt",
+      "Humpback whales sing long songs. Whales migrate between feeding and breeding grounds.",
+    );
     await evictDurableObject(kbStub(kb));
     const changed = await query(key, kb, body);
     const documents = changed.items.map((i) => i.document_id);
@@ -370,18 +613,32 @@ describe("knowledge bases: the index Durable Object", () => {
     });
     await evictDurableObject(kbStub(kb));
     const fresh = await query(key, kb, body);
-    expect(changed.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(fresh.items.map((i) => [i.id, Number(i.score).toFixed(6)]));
+    expect(changed.items.map((i) => [i.id, Number(i.score).toFixed(6)])).toEqual(
+      fresh.items.map((i) => [i.id, Number(i.score).toFixed(6)]),
+    );
   });
 
   it("scores keywords exactly as FTS5's bm25() ranks them", async () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const kb = await createKb(key, { chunk_size: 32 });
-    const text = Array.from({ length: 60 }, (_, i) => `Turbulent flow ${i % 3 === 0 ? "over heated plates" : "in pipes"} changes pressure ${i % 5 === 0 ? "and heat transfer rates rise sharply" : "slowly"}.`).join(" ");
+    const text = Array.from(
+      { length: 60 },
+      (_, i) =>
+        `Turbulent flow ${i % 3 === 0 ? "over heated plates" : "in pipes"} changes pressure ${i % 5 === 0 ? "and heat transfer rates rise sharply" : "slowly"}.`,
+    ).join(" ");
     await indexText(key, kb, "flows.txt", text);
-    const q = await query(key, kb, { queries: ["heated plates heat transfer"], search_metadata: { top_k: 20 }, config: { retrieval_config: { search_mode: "keyword" } } });
+    const q = await query(key, kb, {
+      queries: ["heated plates heat transfer"],
+      search_metadata: { top_k: 20 },
+      config: { retrieval_config: { search_mode: "keyword" } },
+    });
     const sql = await runInDurableObject(kbStub(kb), (_instance, state) =>
-      state.storage.sql.exec<{ id: string; score: number }>(`SELECT items.id AS id, -bm25(items_fts) AS score FROM items_fts JOIN items ON items.rowid = items_fts.rowid WHERE items_fts MATCH '"heated" OR "plates" OR "heat" OR "transfer"' ORDER BY bm25(items_fts) LIMIT 20`).toArray(),
+      state.storage.sql
+        .exec<{ id: string; score: number }>(
+          `SELECT items.id AS id, -bm25(items_fts) AS score FROM items_fts JOIN items ON items.rowid = items_fts.rowid WHERE items_fts MATCH '"heated" OR "plates" OR "heat" OR "transfer"' ORDER BY bm25(items_fts) LIMIT 20`,
+        )
+        .toArray(),
     );
     expect(q.items.length).toBe(sql.length);
     q.items.forEach((item, i) => expect(Number(item.score)).toBeCloseTo(sql[i].score, 4));

@@ -2,7 +2,13 @@ import { describe, expect, it } from "vitest";
 import { chunkText, countTokens } from "../../src/features/knowledge-bases/chunker";
 import { VectorArena } from "../../src/features/knowledge-bases/vector-arena";
 import { maxFusion, reciprocalRankFusion, weightedFusion } from "../../src/features/knowledge-bases/hybrid-search";
-import { MAX_SCORED_TERMS, matchExpression, queryTermCounts, queryTerms, selectTerms } from "../../src/features/knowledge-bases/keyword-query";
+import {
+  MAX_SCORED_TERMS,
+  matchExpression,
+  queryTermCounts,
+  queryTerms,
+  selectTerms,
+} from "../../src/features/knowledge-bases/keyword-query";
 import { expandWithFeedback, feedbackWords } from "../../src/features/knowledge-bases/keyword-feedback";
 
 describe("chunker", () => {
@@ -44,7 +50,7 @@ describe("chunker", () => {
 
 describe("vector arena (SIMD int8 scan)", () => {
   let seed = 7;
-  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) - 0.5;
+  const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32 - 0.5;
   const randomRow = (dims: number) => Int8Array.from({ length: dims }, () => Math.round(rand() * 254));
 
   for (const dims of [256, 300, 3]) {
@@ -78,8 +84,14 @@ describe("vector arena (SIMD int8 scan)", () => {
 });
 
 describe("fusion and keyword terms", () => {
-  const a = [{ id: "x", score: 9 }, { id: "y", score: 5 }];
-  const b = [{ id: "y", score: 0.9 }, { id: "z", score: 0.1 }];
+  const a = [
+    { id: "x", score: 9 },
+    { id: "y", score: 5 },
+  ];
+  const b = [
+    { id: "y", score: 0.9 },
+    { id: "z", score: 0.1 },
+  ];
   it("fuses by reciprocal rank, by weight and by max", () => {
     expect(reciprocalRankFusion([a, b])[0].id).toBe("y");
     expect(weightedFusion(a, b, 1).map((s) => s.id)[0]).toBe("x");
@@ -93,21 +105,45 @@ describe("fusion and keyword terms", () => {
     expect(selectTerms(many, (t) => Number(t.slice(1)) + 1)).toEqual(many.slice(0, MAX_SCORED_TERMS));
   });
   it("counts how often a long query says each content word", () => {
-    expect([...queryTermCounts("What problems are there in making titles? How relevant are titles to articles?")]).toEqual([
+    expect([
+      ...queryTermCounts("What problems are there in making titles? How relevant are titles to articles?"),
+    ]).toEqual([
       ["problems", 1],
       ["making", 1],
       ["titles", 2],
       ["relevant", 1],
       ["articles", 1],
     ]);
-    expect([...queryTermCounts("what is it")]).toEqual([["what", 1], ["is", 1], ["it", 1]]);
+    expect([...queryTermCounts("what is it")]).toEqual([
+      ["what", 1],
+      ["is", 1],
+      ["it", 1],
+    ]);
   });
   it("mixes the feedback chunks' shared rare terms into the query (RM3)", () => {
-    expect([...feedbackWords("The Wing and the wings of 12 jets")]).toEqual([["wing", 1], ["wings", 1], ["jets", 1]]);
+    expect([...feedbackWords("The Wing and the wings of 12 jets")]).toEqual([
+      ["wing", 1],
+      ["wings", 1],
+      ["jets", 1],
+    ]);
     const query = new Map([["flutter", 1]]);
     const docs = [
-      { stems: new Map([["flutter", 2], ["wing", 3], ["the", 5]]), score: 3 },
-      { stems: new Map([["wing", 1], ["panel", 1], ["the", 5]]), score: 1 },
+      {
+        stems: new Map([
+          ["flutter", 2],
+          ["wing", 3],
+          ["the", 5],
+        ]),
+        score: 3,
+      },
+      {
+        stems: new Map([
+          ["wing", 1],
+          ["panel", 1],
+          ["the", 5],
+        ]),
+        score: 1,
+      },
     ];
     const common = new Set(["the"]);
     const mixed = expandWithFeedback(query, docs, (s) => (common.has(s) ? 0 : 1));

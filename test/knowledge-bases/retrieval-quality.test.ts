@@ -7,8 +7,18 @@ import { rocchio } from "../../src/features/knowledge-bases/vector-feedback";
 describe("hybrid fusion over standardised scores", () => {
   it("mixes each list's z-scores, so a flat list's small gaps do not outweigh a clear keyword lead", () => {
     // The keyword list ranks b well above c; the vector list barely prefers c (0.51 vs 0.50).
-    const keyword = [{ id: "b", score: 12 }, { id: "c", score: 4 }, { id: "d", score: 3 }, { id: "e", score: 1 }];
-    const vector = [{ id: "c", score: 0.51 }, { id: "b", score: 0.5 }, { id: "d", score: 0.2 }, { id: "e", score: 0.1 }];
+    const keyword = [
+      { id: "b", score: 12 },
+      { id: "c", score: 4 },
+      { id: "d", score: 3 },
+      { id: "e", score: 1 },
+    ];
+    const vector = [
+      { id: "c", score: 0.51 },
+      { id: "b", score: 0.5 },
+      { id: "d", score: 0.2 },
+      { id: "e", score: 0.1 },
+    ];
     const fused = weightedFusion(vector, keyword, 0.2);
     expect(fused.map((s) => s.id).slice(0, 2)).toEqual(["b", "c"]);
     // z of b: keyword (12 - 5) / sd, vector (0.5 - 0.3275) / sd; the mix is left unscaled (not squeezed into [0, 1]).
@@ -22,12 +32,29 @@ describe("hybrid fusion over standardised scores", () => {
   });
 
   it("gives an item missing from a list that list's lowest score, and counts a list of equal scores as presence", () => {
-    const fused = weightedFusion([{ id: "v", score: 0.9 }, { id: "k", score: 0.1 }], [{ id: "k", score: 5 }, { id: "only-k", score: 1 }], 0.5);
+    const fused = weightedFusion(
+      [
+        { id: "v", score: 0.9 },
+        { id: "k", score: 0.1 },
+      ],
+      [
+        { id: "k", score: 5 },
+        { id: "only-k", score: 1 },
+      ],
+      0.5,
+    );
     const score = new Map(fused.map((s) => [s.id, s.score]));
     // "v" is missing from the keyword list: it gets the keyword list's lowest z (-1), as "only-k" does.
     expect(score.get("v")).toBeCloseTo(0.5 * 1 + 0.5 * -1, 9);
     expect(score.get("only-k")).toBeCloseTo(0.5 * -1 + 0.5 * -1, 9);
-    const flat = weightedFusion([{ id: "a", score: 0.3 }, { id: "b", score: 0.3 }], [{ id: "c", score: 2 }], 0.5);
+    const flat = weightedFusion(
+      [
+        { id: "a", score: 0.3 },
+        { id: "b", score: 0.3 },
+      ],
+      [{ id: "c", score: 2 }],
+      0.5,
+    );
     expect(flat.every((s) => Number.isFinite(s.score))).toBe(true);
   });
 });
@@ -44,9 +71,20 @@ describe("title boost (a document's first line as its title field)", () => {
   });
 
   it("lifts a hit whose title holds query terms above one that only mentions them, weighted by idf", () => {
-    const hits = [{ id: 1, score: 10 }, { id: 2, score: 9.5 }, { id: 3, score: 9 }];
-    const titles = new Map([[2, ["flutter", "panel"]], [3, ["the"]]]);
-    const query = new Map([["flutter", 1], ["panel", 1], ["the", 1]]);
+    const hits = [
+      { id: 1, score: 10 },
+      { id: 2, score: 9.5 },
+      { id: 3, score: 9 },
+    ];
+    const titles = new Map([
+      [2, ["flutter", "panel"]],
+      [3, ["the"]],
+    ]);
+    const query = new Map([
+      ["flutter", 1],
+      ["panel", 1],
+      ["the", 1],
+    ]);
     const idf = (stem: string): number => (stem === "the" ? 1e-6 : 2);
     const boosted = boostTitles(hits, (id) => titles.get(id), query, idf);
     expect(boosted.map((h) => h.id)).toEqual([2, 1, 3]);
@@ -58,7 +96,12 @@ describe("title boost (a document's first line as its title field)", () => {
   it("re-ranks only the head: the tail keeps its order below it", () => {
     const hits = Array.from({ length: TITLE_BOOST.rerank + 5 }, (_, i) => ({ id: i, score: 100 - i }));
     const lastOfTail = TITLE_BOOST.rerank + 4;
-    const boosted = boostTitles(hits, (id) => (id === lastOfTail || id === 10 ? ["x"] : undefined), new Map([["x", 1]]), () => 50);
+    const boosted = boostTitles(
+      hits,
+      (id) => (id === lastOfTail || id === 10 ? ["x"] : undefined),
+      new Map([["x", 1]]),
+      () => 50,
+    );
     expect(boosted[0].id).toBe(10);
     expect(boosted.slice(TITLE_BOOST.rerank).map((h) => h.id)).toEqual(hits.slice(TITLE_BOOST.rerank).map((h) => h.id));
   });
@@ -66,7 +109,14 @@ describe("title boost (a document's first line as its title field)", () => {
 
 describe("vector feedback (Rocchio)", () => {
   it("moves the query towards the feedback vectors' mean and keeps unit length", () => {
-    const moved = rocchio([1, 0, 0], [[0, 1, 0], [0, 1, 0]], 1);
+    const moved = rocchio(
+      [1, 0, 0],
+      [
+        [0, 1, 0],
+        [0, 1, 0],
+      ],
+      1,
+    );
     expect(moved[0]).toBeCloseTo(Math.SQRT1_2, 9);
     expect(moved[1]).toBeCloseTo(Math.SQRT1_2, 9);
     expect(Math.hypot(...moved)).toBeCloseTo(1, 9);

@@ -38,16 +38,22 @@ describe("url_data: the SSRF guard on the real fetch path", () => {
       ["file:///etc/passwd", "only http and https URLs are allowed"],
     ];
     for (const [url, reason] of cases) expect(await indexUrl(key, kb, sdkUrlBody(url)), url).toEqual(refused(reason));
-    for (const host of ["127.0.0.1", "169.254.169.254", "10.0.0.5", "localhost", "metadata.google.internal", "[::1]"]) expect(await env.FAKE_WEB.requestsTo(host)).toEqual([]);
+    for (const host of ["127.0.0.1", "169.254.169.254", "10.0.0.5", "localhost", "metadata.google.internal", "[::1]"])
+      expect(await env.FAKE_WEB.requestsTo(host)).toEqual([]);
     expect(await documents(key, kb)).toEqual([]);
   });
 
   it("re-checks redirects: a public page redirecting to the metadata address or localhost is refused, and those are never fetched", async () => {
     const { key, kb, site } = await setup();
-    await publish(`https://${site}/go`, "", { status: 302, headers: { location: "http://169.254.169.254/latest/meta-data/" } });
+    await publish(`https://${site}/go`, "", {
+      status: 302,
+      headers: { location: "http://169.254.169.254/latest/meta-data/" },
+    });
     expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/go`))).toEqual(refused(IP_ONLY));
     await publish(`https://${site}/local`, "", { status: 301, headers: { location: "http://localhost/admin" } });
-    expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/local`))).toEqual(refused("host localhost is a local or private name"));
+    expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/local`))).toEqual(
+      refused("host localhost is a local or private name"),
+    );
     expect(await env.FAKE_WEB.requestsTo("169.254.169.254")).toEqual([]);
     expect(await env.FAKE_WEB.requestsTo("localhost")).toEqual([]);
     expect(await documents(key, kb)).toEqual([]);
@@ -55,7 +61,13 @@ describe("url_data: the SSRF guard on the real fetch path", () => {
 
   it("a crawl skips same-site links that redirect to a private address or use another port", async () => {
     const { key, kb, site } = await setup();
-    await publish(`https://${site}/`, html("Home", `<p>Start.</p><a href="/hop">hop</a> <a href="https://${site}:8443/admin">admin</a> <a href="/ok">ok</a>`));
+    await publish(
+      `https://${site}/`,
+      html(
+        "Home",
+        `<p>Start.</p><a href="/hop">hop</a> <a href="https://${site}:8443/admin">admin</a> <a href="/ok">ok</a>`,
+      ),
+    );
     await publish(`https://${site}/hop`, "", { status: 307, headers: { location: "http://10.0.0.5/internal" } });
     await publish(`https://${site}:8443/admin`, html("Admin", "<p>Internal.</p>"));
     await publish(`https://${site}/ok`, html("Ok", "<p>Public page.</p>"));
@@ -69,7 +81,9 @@ describe("url_data: the SSRF guard on the real fetch path", () => {
   it("the web rules allow http and https on named public hosts only", () => {
     expect(checkUrl("http://example.com/page", { webHosts: true }).toString()).toBe("http://example.com/page");
     expect(checkUrl("https://docs.example.org/a?b=1", { webHosts: true }).hostname).toBe("docs.example.org");
-    expect(() => checkUrl("https://example.com:444/", { webHosts: true })).toThrow("only the default port of http or https is allowed");
+    expect(() => checkUrl("https://example.com:444/", { webHosts: true })).toThrow(
+      "only the default port of http or https is allowed",
+    );
     expect(() => checkUrl("https://[fd00::1]/", { webHosts: true })).toThrow(IP_ONLY);
     // The fixed services keep their own, narrower rules.
     expect(() => checkUrl("http://en.wikipedia.org/", ["*.wikipedia.org"])).toThrow("only https URLs are allowed");
@@ -79,11 +93,21 @@ describe("url_data: the SSRF guard on the real fetch path", () => {
     const { key, kb, site } = await setup();
     await publish(`https://${site}/`, html("Home", "<p>Hi.</p>"));
     await runInDurableObject(indexObject(kb), (_object, state) => {
-      for (let i = 0; i < 100; i++) state.storage.sql.exec("INSERT INTO web_sources (id, record, crawling, next_at) VALUES (?, '{}', 0, NULL)", `held-${i}`);
+      for (let i = 0; i < 100; i++)
+        state.storage.sql.exec(
+          "INSERT INTO web_sources (id, record, crawling, next_at) VALUES (?, '{}', 0, NULL)",
+          `held-${i}`,
+        );
     });
-    const error = "url_data: this knowledge base already keeps 100 web sources that are crawled or re-scraped (the limit); index into another knowledge base, or send recursive false with rescrape_frequency Never";
-    expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/`, { recursive: false, rescrape_frequency: "Daily" }))).toEqual({ status: 400, body: { status: "failed", error } });
-    expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/`, { url_limit: 5 }))).toEqual({ status: 400, body: { status: "failed", error } });
+    const error =
+      "url_data: this knowledge base already keeps 100 web sources that are crawled or re-scraped (the limit); index into another knowledge base, or send recursive false with rescrape_frequency Never";
+    expect(
+      await indexUrl(key, kb, sdkUrlBody(`https://${site}/`, { recursive: false, rescrape_frequency: "Daily" })),
+    ).toEqual({ status: 400, body: { status: "failed", error } });
+    expect(await indexUrl(key, kb, sdkUrlBody(`https://${site}/`, { url_limit: 5 }))).toEqual({
+      status: 400,
+      body: { status: "failed", error },
+    });
     expect(await env.FAKE_WEB.requestsTo(site)).toEqual([]);
     // A single page read once is not a source and stays allowed.
     expect((await indexUrl(key, kb, sdkUrlBody(`https://${site}/`, { recursive: false }))).status).toBe(200);

@@ -37,16 +37,37 @@ function vectorIndexSuite(name: string, make: () => { index: VectorIndex; other:
     it("applies metadata filters, including excluding ones, and returns metadata on request", async () => {
       const { index } = make();
       await index.upsert(VECTORS);
-      const red = await index.query(axis(0), { topK: 10, filter: parseQdrantFilter({ must: [{ key: "color", match: { value: "red" } }] }), returnMetadata: true });
+      const red = await index.query(axis(0), {
+        topK: 10,
+        filter: parseQdrantFilter({ must: [{ key: "color", match: { value: "red" } }] }),
+        returnMetadata: true,
+      });
       expect(red.matches.map((m) => m.id)).toEqual(["a", "c"]);
       expect(red.matches[0].metadata).toMatchObject({ color: "red", size: 1 });
-      const notRed = await index.query(axis(0), { topK: 10, filter: parseOpenSearchFilter({ bool: { must_not: [{ term: { color: "red" } }] } }) });
+      const notRed = await index.query(axis(0), {
+        topK: 10,
+        filter: parseOpenSearchFilter({ bool: { must_not: [{ term: { color: "red" } }] } }),
+      });
       expect(notRed.matches.map((m) => m.id).sort()).toEqual(["b", "d"]);
-      const range = await index.query(axis(0), { topK: 10, filter: parseQdrantFilter({ must: [{ key: "size", range: { gte: 2, lt: 4 } }] }) });
+      const range = await index.query(axis(0), {
+        topK: 10,
+        filter: parseQdrantFilter({ must: [{ key: "size", range: { gte: 2, lt: 4 } }] }),
+      });
       expect(range.matches.map((m) => m.id).sort()).toEqual(["b", "c"]);
-      const either = await index.query(axis(0), { topK: 10, filter: parseQdrantFilter({ should: [{ key: "color", match: { value: "green" } }, { key: "size", range: { lt: 2 } }] }) });
+      const either = await index.query(axis(0), {
+        topK: 10,
+        filter: parseQdrantFilter({
+          should: [
+            { key: "color", match: { value: "green" } },
+            { key: "size", range: { lt: 2 } },
+          ],
+        }),
+      });
       expect(either.matches.map((m) => m.id).sort()).toEqual(["a", "d"]);
-      const none = await index.query(axis(0), { topK: 10, filter: parseQdrantFilter({ must: [{ key: "color", match: { value: "violet" } }] }) });
+      const none = await index.query(axis(0), {
+        topK: 10,
+        filter: parseQdrantFilter({ must: [{ key: "color", match: { value: "violet" } }] }),
+      });
       expect(none.matches).toEqual([]);
     });
 
@@ -65,28 +86,48 @@ function vectorIndexSuite(name: string, make: () => { index: VectorIndex; other:
     it("finds the nearest neighbours of a query among thousands of vectors", async () => {
       const { index } = make();
       let seed = 11;
-      const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) - 0.5;
+      const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32 - 0.5;
       const unit = (v: number[]) => {
         const norm = Math.hypot(...v);
         return v.map((x) => x / norm);
       };
-      const many = Array.from({ length: 3000 }, (_, i) => ({ id: `v${i}`, values: unit(Array.from({ length: 64 }, rand)), metadata: { even: i % 2 === 0, rare: i % 100 === 34 } }));
+      const many = Array.from({ length: 3000 }, (_, i) => ({
+        id: `v${i}`,
+        values: unit(Array.from({ length: 64 }, rand)),
+        metadata: { even: i % 2 === 0, rare: i % 100 === 34 },
+      }));
       await index.upsert(many);
       const query = unit(many[1234].values.map((x) => x + rand() * 0.05));
       const dot = (v: number[]) => v.reduce((s, x, j) => s + x * query[j], 0);
-      const exact = [...many].sort((a, b) => dot(b.values) - dot(a.values)).slice(0, 10).map((v) => v.id);
+      const exact = [...many]
+        .sort((a, b) => dot(b.values) - dot(a.values))
+        .slice(0, 10)
+        .map((v) => v.id);
       const { matches } = await index.query(query, { topK: 10 });
       expect(matches[0].id).toBe("v1234");
       expect(matches.filter((m) => exact.includes(m.id)).length).toBeGreaterThanOrEqual(9);
       // With a filter that admits half the set, only admitted vectors come back, nearest first.
-      const odd = await index.query(query, { topK: 10, filter: parseQdrantFilter({ must: [{ key: "even", match: { value: false } }] }) });
-      const exactOdd = [...many].filter((_, i) => i % 2 === 1).sort((a, b) => dot(b.values) - dot(a.values)).slice(0, 10).map((v) => v.id);
+      const odd = await index.query(query, {
+        topK: 10,
+        filter: parseQdrantFilter({ must: [{ key: "even", match: { value: false } }] }),
+      });
+      const exactOdd = [...many]
+        .filter((_, i) => i % 2 === 1)
+        .sort((a, b) => dot(b.values) - dot(a.values))
+        .slice(0, 10)
+        .map((v) => v.id);
       expect(odd.matches).toHaveLength(10);
       expect(odd.matches.every((m) => Number(m.id.slice(1)) % 2 === 1)).toBe(true);
       expect(odd.matches.filter((m) => exactOdd.includes(m.id)).length).toBeGreaterThanOrEqual(9);
       // A filter that admits a few: every admitted vector is scored, nearest first.
-      const rare = await index.query(query, { topK: 50, filter: parseQdrantFilter({ must: [{ key: "rare", match: { value: true } }] }) });
-      const exactRare = many.filter((_, i) => i % 100 === 34).sort((a, b) => dot(b.values) - dot(a.values)).map((v) => v.id);
+      const rare = await index.query(query, {
+        topK: 50,
+        filter: parseQdrantFilter({ must: [{ key: "rare", match: { value: true } }] }),
+      });
+      const exactRare = many
+        .filter((_, i) => i % 100 === 34)
+        .sort((a, b) => dot(b.values) - dot(a.values))
+        .map((v) => v.id);
       expect(rare.matches.map((m) => m.id).sort()).toEqual([...exactRare].sort());
       expect(rare.matches[0].id).toBe("v1234");
       expect(rare.matches.every((m, i) => i === 0 || m.score <= rare.matches[i - 1].score)).toBe(true);

@@ -10,18 +10,43 @@ export function html(title: string, body: string): string {
   return `<!doctype html><html><head><title>${title}</title><script>var tracking = "do not index";</script></head><body>${body}</body></html>`;
 }
 
-export async function publish(url: string, body: string, init: { status?: number; headers?: Record<string, string> } = {}): Promise<void> {
-  await env.FAKE_WEB.publish(url, { body, status: init.status ?? 200, headers: init.headers ?? { "content-type": "text/html; charset=utf-8" } });
+export async function publish(
+  url: string,
+  body: string,
+  init: { status?: number; headers?: Record<string, string> } = {},
+): Promise<void> {
+  await env.FAKE_WEB.publish(url, {
+    body,
+    status: init.status ?? 200,
+    headers: init.headers ?? { "content-type": "text/html; charset=utf-8" },
+  });
 }
 
 /** What the hosted SDK sends for `index_document("url", url, url_data_config=...)` (unset options left out). */
-export function sdkUrlBody(url: string, options: { recursive?: boolean; return_type?: string; url_limit?: number; rescrape_frequency?: string; apify_key?: string } = {}): Body {
+export function sdkUrlBody(
+  url: string,
+  options: {
+    recursive?: boolean;
+    return_type?: string;
+    url_limit?: number;
+    rescrape_frequency?: string;
+    apify_key?: string;
+  } = {},
+): Body {
   const request: Body = { url, recursive: options.recursive ?? true, return_type: options.return_type ?? "CHUNKS" };
   if (options.url_limit !== undefined) request.url_limit = options.url_limit;
   if (options.apify_key !== undefined) request.apify_key = options.apify_key;
   return {
     url_data: { request, rescrape_frequency: options.rescrape_frequency ?? "Never" },
-    config: { index_tables: false, analyze_documents: false, enrichment_tasks: null, file_processing_implementation: "Default", chunk_size: null, chunk_overlap: null, apify_key: null },
+    config: {
+      index_tables: false,
+      analyze_documents: false,
+      enrichment_tasks: null,
+      file_processing_implementation: "Default",
+      chunk_size: null,
+      chunk_overlap: null,
+      apify_key: null,
+    },
   };
 }
 

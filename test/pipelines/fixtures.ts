@@ -1,5 +1,9 @@
 import type { Env } from "../../src/env";
-import { nodeServicesProvider, productionNodeServices, type NodeServices } from "../../src/features/pipelines/pipeline-services";
+import {
+  nodeServicesProvider,
+  productionNodeServices,
+  type NodeServices,
+} from "../../src/features/pipelines/pipeline-services";
 import { bearer, call, json } from "../helpers";
 
 export const SMALLEST = {
@@ -42,12 +46,19 @@ export const NAP = {
   ],
 };
 
-export const uniqueName = (prefix = "p"): string => `${prefix}-${Date.now().toString(36)}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
+export const uniqueName = (prefix = "p"): string =>
+  `${prefix}-${Date.now().toString(36)}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
 
 export type Body = Record<string, unknown>;
 
-export async function send(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> {
-  const init: RequestInit = body === undefined ? { method, headers: bearer(key) } : { ...json(body, bearer(key)), method };
+export async function send(
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Body }> {
+  const init: RequestInit =
+    body === undefined ? { method, headers: bearer(key) } : { ...json(body, bearer(key)), method };
   const response = await call(path, init);
   const text = await response.text();
   return { status: response.status, body: text ? (JSON.parse(text) as Body) : {} };
@@ -60,7 +71,12 @@ export async function createPipeline(key: string, definition: Body, name = uniqu
 }
 
 /** Polls the status route until the run leaves in_progress (or the attempts run out). */
-export async function waitForRun(key: string, pipelineId: string, runId: string, until: (status: string) => boolean = (s) => s !== "in_progress"): Promise<Body> {
+export async function waitForRun(
+  key: string,
+  pipelineId: string,
+  runId: string,
+  until: (status: string) => boolean = (s) => s !== "in_progress",
+): Promise<Body> {
   for (let i = 0; i < 600; i++) {
     const status = await send(key, "GET", `/v1/pipeline/${pipelineId}/run/status/${runId}`);
     if (until(String(status.body.status))) return status.body;
@@ -69,7 +85,6 @@ export async function waitForRun(key: string, pipelineId: string, runId: string,
   throw new Error(`run ${runId} did not settle`);
 }
 
-
 /** In-test services for the nodes whose real implementations live in other features. */
 export function fakeServices(env: Env, overrides: Partial<NodeServices> = {}): NodeServices {
   const production = productionNodeServices(env);
@@ -77,10 +92,16 @@ export function fakeServices(env: Env, overrides: Partial<NodeServices> = {}): N
     async chat(_auth, request) {
       const last = request.messages[request.messages.length - 1];
       const system = request.messages.find((m) => m.role === "system");
-      return { text: `${system ? `[${system.content}] ` : ""}echo: ${last.content}`, model: request.model ?? "fake/echo" };
+      return {
+        text: `${system ? `[${system.content}] ` : ""}echo: ${last.content}`,
+        model: request.model ?? "fake/echo",
+      };
     },
     async queryKnowledgeBase(_auth, knowledgeBaseId, query) {
-      return { text: `[1] about ${query}`, results: [{ id: "c1", document_id: "d1", score: 1, text: `about ${query}`, metadata: { kb: knowledgeBaseId } }] };
+      return {
+        text: `[1] about ${query}`,
+        results: [{ id: "c1", document_id: "d1", score: 1, text: `about ${query}`, metadata: { kb: knowledgeBaseId } }],
+      };
     },
     async runTransformation(_auth, _id, inputs) {
       return { sum: Number(inputs.a) + Number(inputs.b) };
@@ -104,5 +125,3 @@ export function useServices(make: (env: Env) => NodeServices): () => void {
     nodeServicesProvider.create = previous;
   };
 }
-
-

@@ -86,7 +86,10 @@ describe("pipelines: durability (alarms driven by hand)", () => {
 
   /** A background run whose first alarm is an hour away, so only the test drives it. */
   async function startParked(pipelineId: string, inputs: Record<string, unknown>): Promise<string> {
-    const started = await startPipelineRun(env, auth, pipelineId, inputs, { background: true, startDelayMs: 3_600_000 });
+    const started = await startPipelineRun(env, auth, pipelineId, inputs, {
+      background: true,
+      startDelayMs: 3_600_000,
+    });
     return started.run_id;
   }
 
@@ -144,7 +147,10 @@ describe("pipelines: durability (alarms driven by hand)", () => {
     expect(node(after, "sub").attempts).toBe(2);
     // One child run, and each of its transformations ran once: nothing with side effects repeated.
     expect(calls).toEqual([T1, T2]);
-    expect((await send(key, "GET", `/v1/pipeline/${child}/runs`)).body).toMatchObject({ total: 1, runs: [{ status: "completed" }] });
+    expect((await send(key, "GET", `/v1/pipeline/${child}/runs`)).body).toMatchObject({
+      total: 1,
+      runs: [{ status: "completed" }],
+    });
   });
 
   it("is safe when its alarm runs twice at once or again afterwards", async () => {
@@ -217,18 +223,29 @@ describe("pipelines: durability (alarms driven by hand)", () => {
     expect(ended.status).toBe("terminated");
     expect(node(ended, "gate").status).toBe("cancelled");
     expect(node(ended, "greet")).toMatchObject({ status: "pending", attempts: 0 });
-    expect(await runStub(env, runId).resume()).toEqual({ ok: false, status: "terminated", error: `run ${runId} is terminated and is not paused` });
-    expect((await send(key, "GET", `/v1/pipeline/${id}/runs`)).body.runs).toMatchObject([{ run_id: runId, status: "terminated" }]);
+    expect(await runStub(env, runId).resume()).toEqual({
+      ok: false,
+      status: "terminated",
+      error: `run ${runId} is terminated and is not paused`,
+    });
+    expect((await send(key, "GET", `/v1/pipeline/${id}/runs`)).body.runs).toMatchObject([
+      { run_id: runId, status: "terminated" },
+    ]);
   });
 
   it("resuming twice: the second resume is refused and nothing runs twice", async () => {
     const id = await createPipeline(key, WITH_APPROVAL);
     const runId = await startParked(id, { q: "twice" });
     await runDurableObjectAlarm(stubOf(runId));
-    expect(await send(key, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] })).toEqual({ status: 200, body: { status: "success" } });
+    expect(await send(key, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] })).toEqual({
+      status: 200,
+      body: { status: "success" },
+    });
     const second = await send(key, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] });
     expect(second.status).toBe(409);
-    expect(second.body.error).toMatch(new RegExp(`^run ${runId} is (running|completed) and is not paused; no run was resumed$`));
+    expect(second.body.error).toMatch(
+      new RegExp(`^run ${runId} is (running|completed) and is not paused; no run was resumed$`),
+    );
     await runDurableObjectAlarm(stubOf(runId));
     const done = (await runStub(env, runId).waitUntilSettled(5000)) as RunView;
     expect(done).toMatchObject({ status: "completed", outputs: { answer: "Hello twice" } });
@@ -244,11 +261,18 @@ describe("pipelines: durability (alarms driven by hand)", () => {
     const runId = await startParked(id, { q: "gated" });
     await runDurableObjectAlarm(stubOf(runId));
     // A resume checked against a run that was not yet waiting (a race) names no nodes: refused.
-    expect(await runStub(env, runId).resume()).toEqual({ ok: false, status: "paused", error: `run ${runId} is paused and is waiting for approval at node gate, which this request does not approve` });
+    expect(await runStub(env, runId).resume()).toEqual({
+      ok: false,
+      status: "paused",
+      error: `run ${runId} is paused and is waiting for approval at node gate, which this request does not approve`,
+    });
     expect(node(await view(runId), "gate").status).toBe("awaiting_approval");
     expect(await runStub(env, runId).resume(["gate"])).toMatchObject({ ok: true, run: { status: "running" } });
     await runDurableObjectAlarm(stubOf(runId));
-    expect(await runStub(env, runId).waitUntilSettled(5000)).toMatchObject({ status: "completed", outputs: { answer: "Hello gated" } });
+    expect(await runStub(env, runId).waitUntilSettled(5000)).toMatchObject({
+      status: "completed",
+      outputs: { answer: "Hello gated" },
+    });
   });
 
   it("retries a missed write to the run index by alarm, so a finished run frees its slot", async () => {
@@ -263,7 +287,9 @@ describe("pipelines: durability (alarms driven by hand)", () => {
       await state.storage.setAlarm(Date.now() + 30_000);
     });
     expect(await runDurableObjectAlarm(stubOf(runId))).toBe(true);
-    const row = await env.DB.prepare("SELECT status FROM pipeline_runs WHERE id = ?").bind(runId).first<{ status: string }>();
+    const row = await env.DB.prepare("SELECT status FROM pipeline_runs WHERE id = ?")
+      .bind(runId)
+      .first<{ status: string }>();
     expect(row?.status).toBe("completed");
     // Landed: no further retry is scheduled.
     expect(await runDurableObjectAlarm(stubOf(runId))).toBe(false);
@@ -276,10 +302,18 @@ describe("pipelines: durability (alarms driven by hand)", () => {
     const stranger = await seedOrg();
     const own = await createPipeline(stranger.owner.apiKey, WITH_APPROVAL);
     for (const pipelineId of [id, own]) {
-      expect((await send(stranger.owner.apiKey, "GET", `/v1/pipeline/${pipelineId}/run/status/${runId}`)).status).toBe(404);
-      expect((await send(stranger.owner.apiKey, "POST", `/v1/pipeline/${pipelineId}/resume`, { run_ids: [runId] })).status).toBe(404);
-      expect((await send(stranger.owner.apiKey, "POST", `/v1/pipeline/${pipelineId}/terminate`, { run_id: runId })).status).toBe(404);
-      expect((await send(stranger.owner.apiKey, "POST", `/v1/pipeline/${pipelineId}/pause`, { run_id: runId })).status).toBe(404);
+      expect((await send(stranger.owner.apiKey, "GET", `/v1/pipeline/${pipelineId}/run/status/${runId}`)).status).toBe(
+        404,
+      );
+      expect(
+        (await send(stranger.owner.apiKey, "POST", `/v1/pipeline/${pipelineId}/resume`, { run_ids: [runId] })).status,
+      ).toBe(404);
+      expect(
+        (await send(stranger.owner.apiKey, "POST", `/v1/pipeline/${pipelineId}/terminate`, { run_id: runId })).status,
+      ).toBe(404);
+      expect(
+        (await send(stranger.owner.apiKey, "POST", `/v1/pipeline/${pipelineId}/pause`, { run_id: runId })).status,
+      ).toBe(404);
     }
     expect((await view(runId)).status).toBe("paused");
   });

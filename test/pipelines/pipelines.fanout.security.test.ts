@@ -30,12 +30,17 @@ function fanOut(child: string, width: number, prefix = "f") {
   };
 }
 
-
 async function count(query: string, ...params: string[]): Promise<number> {
-  return ((await env.DB.prepare(query).bind(...params).first<{ n: number }>()) as { n: number }).n;
+  return (
+    (await env.DB.prepare(query)
+      .bind(...params)
+      .first<{ n: number }>()) as { n: number }
+  ).n;
 }
-const treeSize = (rootRunId: string) => count("SELECT count(*) AS n FROM pipeline_runs WHERE root_run_id = ?", rootRunId);
-const inProgress = (orgId: string) => count("SELECT count(*) AS n FROM pipeline_runs WHERE org_id = ? AND status IN ('queued', 'running')", orgId);
+const treeSize = (rootRunId: string) =>
+  count("SELECT count(*) AS n FROM pipeline_runs WHERE root_run_id = ?", rootRunId);
+const inProgress = (orgId: string) =>
+  count("SELECT count(*) AS n FROM pipeline_runs WHERE org_id = ? AND status IN ('queued', 'running')", orgId);
 
 /** Polls the run index (the state the limits read) until nothing of the organization is in progress. */
 async function untilIdle(orgId: string): Promise<void> {
@@ -66,7 +71,9 @@ describe("pipelines: sub-pipeline fan-out is bounded", () => {
     const top = await send(key, "POST", "/v1/pipeline", { name: uniqueName(), ...fanOut(upper, 8) }); // 585 runs
     expect(top).toEqual({
       status: 400,
-      body: failed("nodes f0, f1, f2, f3, f4 and 3 more: one run of this pipeline could start 585 or more runs with its sub-pipelines; the limit is 100 runs per run (PIPELINE_MAX_RUNS_PER_ROOT)"),
+      body: failed(
+        "nodes f0, f1, f2, f3, f4 and 3 more: one run of this pipeline could start 585 or more runs with its sub-pipelines; the limit is 100 runs per run (PIPELINE_MAX_RUNS_PER_ROOT)",
+      ),
     });
     expect((await send(key, "GET", "/v1/pipelines")).body.object_ids).toHaveLength(3);
   });
@@ -96,7 +103,9 @@ describe("pipelines: sub-pipeline fan-out is bounded", () => {
       const view = await startPipelineRun(limited, auth, upper, { q: "x" }, { waitMs: 25_000 });
       expect(view.status).toBe("failed");
       expect(view.error).toMatch(
-        new RegExp(`^node f\\d failed: (sub-pipeline run [0-9a-f]{24} failed: node f\\d failed: )?sub-pipeline run refused: run ${view.run_id} has already started 20 runs with its sub-pipelines; the limit is 20 runs per root run \\(PIPELINE_MAX_RUNS_PER_ROOT\\)$`),
+        new RegExp(
+          `^node f\\d failed: (sub-pipeline run [0-9a-f]{24} failed: node f\\d failed: )?sub-pipeline run refused: run ${view.run_id} has already started 20 runs with its sub-pipelines; the limit is 20 runs per root run \\(PIPELINE_MAX_RUNS_PER_ROOT\\)$`,
+        ),
       );
       await untilIdle(org.orgId);
       expect(await treeSize(view.run_id)).toBe(20);
@@ -107,11 +116,16 @@ describe("pipelines: sub-pipeline fan-out is bounded", () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const auth: AuthContext = { userId: org.owner.userId, orgId: org.orgId, role: "owner", via: "api_key" };
-    const chain = await createPipeline(key, fanOut(await createPipeline(key, fanOut(await createPipeline(key, LEAF), 1, "sub")), 1, "sub"));
+    const chain = await createPipeline(
+      key,
+      fanOut(await createPipeline(key, fanOut(await createPipeline(key, LEAF), 1, "sub")), 1, "sub"),
+    );
     await withLimits({ PIPELINE_MAX_DEPTH: "1" }, async (limited) => {
       const view = await startPipelineRun(limited, auth, chain, { q: "x" }, { waitMs: 25_000 });
       expect(view).toMatchObject({ status: "failed" });
-      expect(view.error).toMatch(/^node sub0 failed: sub-pipeline run [0-9a-f]{24} failed: node sub0 failed: sub-pipeline run refused: sub-pipelines may nest at most 1 deep \(PIPELINE_MAX_DEPTH\); this one would be 2 deep$/);
+      expect(view.error).toMatch(
+        /^node sub0 failed: sub-pipeline run [0-9a-f]{24} failed: node sub0 failed: sub-pipeline run refused: sub-pipelines may nest at most 1 deep \(PIPELINE_MAX_DEPTH\); this one would be 2 deep$/,
+      );
       expect(await treeSize(view.run_id)).toBe(2);
     });
   });
@@ -126,7 +140,9 @@ describe("pipelines: every run counts against the concurrency limit", () => {
     await withLimits({ PIPELINE_MAX_CONCURRENT_RUNS: "3" }, async (limited) => {
       const view = await startPipelineRun(limited, auth, parent, { q: "x" }, { waitMs: 25_000 });
       expect(view.status).toBe("failed");
-      expect(view.error).toMatch(/^node s\d failed: sub-pipeline run refused: your organization has 3 pipeline runs in progress; the limit is 3 concurrent runs$/);
+      expect(view.error).toMatch(
+        /^node s\d failed: sub-pipeline run refused: your organization has 3 pipeline runs in progress; the limit is 3 concurrent runs$/,
+      );
       // The root and the two children that got a slot; the failed root terminated them, freeing every slot.
       expect(await treeSize(view.run_id)).toBe(3);
       await untilIdle(org.orgId);
@@ -140,7 +156,9 @@ describe("pipelines: every run counts against the concurrency limit", () => {
     const auth: AuthContext = { userId: org.owner.userId, orgId: org.orgId, role: "owner", via: "api_key" };
     const id = await createPipeline(org.owner.apiKey, NAP);
     const limited = { ...env, PIPELINE_MAX_CONCURRENT_RUNS: "3" };
-    const starts = await Promise.allSettled(Array.from({ length: 10 }, () => startPipelineRun(limited, auth, id, { q: "x" }, { background: true })));
+    const starts = await Promise.allSettled(
+      Array.from({ length: 10 }, () => startPipelineRun(limited, auth, id, { q: "x" }, { background: true })),
+    );
     const admitted = starts.filter((s) => s.status === "fulfilled");
     expect(admitted).toHaveLength(3);
     for (const s of starts) if (s.status === "rejected") expect((s.reason as AppError).status).toBe(429);
@@ -155,7 +173,10 @@ describe("pipelines: every run counts against the concurrency limit", () => {
     const limited = { ...env, PIPELINE_MAX_CONCURRENT_RUNS: "3" };
     const runs = (n: number) => Array.from({ length: n }, () => ({ inputs: { q: "x" } }));
     const tooMany = await bulkRunPipeline(limited, auth, id, runs(4)).catch((e: unknown) => e);
-    expect([(tooMany as AppError).status, (tooMany as AppError).message]).toEqual([429, "your organization has 0 pipeline runs in progress; the limit is 3 concurrent runs"]);
+    expect([(tooMany as AppError).status, (tooMany as AppError).message]).toEqual([
+      429,
+      "your organization has 0 pipeline runs in progress; the limit is 3 concurrent runs",
+    ]);
     expect(await inProgress(org.orgId)).toBe(0);
     const { run_ids } = await bulkRunPipeline(limited, auth, id, runs(3));
     expect(run_ids).toHaveLength(3);

@@ -14,7 +14,11 @@ describe("pipelines: happy paths", () => {
     expect(created.body).toEqual({ status: "success", id: expect.stringMatching(/^[0-9a-f]{24}$/) });
     const run = await send(key, "POST", `/v1/pipeline/${created.body.id}/run`, { inputs: { q: "world" } });
     expect(run.status).toBe(200);
-    expect(run.body).toEqual({ status: "success", run_id: expect.stringMatching(/^[0-9a-f]{24}$/), outputs: { answer: "Hello world" } });
+    expect(run.body).toEqual({
+      status: "success",
+      run_id: expect.stringMatching(/^[0-9a-f]{24}$/),
+      outputs: { answer: "Hello world" },
+    });
   });
 
   it("pauses at an approval node and goes on from there when resumed", async () => {
@@ -30,7 +34,10 @@ describe("pipelines: happy paths", () => {
     expect(nodes.find((n) => n.id === "gate")?.status).toBe("awaiting_approval");
     expect(nodes.find((n) => n.id === "greet")?.status).toBe("pending");
 
-    expect(await send(key, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] })).toEqual({ status: 200, body: { status: "success" } });
+    expect(await send(key, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] })).toEqual({
+      status: 200,
+      body: { status: "success" },
+    });
     const done = await waitForRun(key, id, runId);
     expect(done).toMatchObject({ status: "completed", result: { answer: "Hello world" }, error: null });
     const inNode = (done.nodes as { id: string; attempts: number }[]).find((n) => n.id === "in");
@@ -45,7 +52,18 @@ describe("pipelines: definitions and run control", () => {
     const name = uniqueName();
     const id = await createPipeline(key, SMALLEST, name);
     const byId = await send(key, "GET", `/v1/pipeline?id=${id}`);
-    expect(byId.body).toMatchObject({ status: "success", object: { _id: id, name, description: "test", ownerId: org.owner.userId, orgId: org.orgId, graph: { nodes: SMALLEST.nodes, edges: SMALLEST.edges }, edges: SMALLEST.edges } });
+    expect(byId.body).toMatchObject({
+      status: "success",
+      object: {
+        _id: id,
+        name,
+        description: "test",
+        ownerId: org.owner.userId,
+        orgId: org.orgId,
+        graph: { nodes: SMALLEST.nodes, edges: SMALLEST.edges },
+        edges: SMALLEST.edges,
+      },
+    });
     expect(byId.body.object).toHaveProperty("createdAt");
     const byName = await send(key, "GET", `/v1/pipeline?name=${encodeURIComponent(name)}`);
     expect((byName.body.object as { _id: string })._id).toBe(id);
@@ -66,7 +84,10 @@ describe("pipelines: definitions and run control", () => {
     const org = await seedOrg();
     const response = await call(
       "/v1/pipeline",
-      form({ name: uniqueName(), nodes: JSON.stringify(SMALLEST.nodes), edges: JSON.stringify(SMALLEST.edges) }, bearer(org.owner.apiKey)),
+      form(
+        { name: uniqueName(), nodes: JSON.stringify(SMALLEST.nodes), edges: JSON.stringify(SMALLEST.edges) },
+        bearer(org.owner.apiKey),
+      ),
     );
     expect(response.status).toBe(200);
     const id = ((await response.json()) as { id: string }).id;
@@ -79,11 +100,25 @@ describe("pipelines: definitions and run control", () => {
     const key = org.owner.apiKey;
     const id = await createPipeline(key, SMALLEST);
     const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "later" }, background: true });
-    expect(run.body).toEqual({ status: "success", run_id: expect.stringMatching(/^[0-9a-f]{24}$/), state: "queued", outputs: {} });
+    expect(run.body).toEqual({
+      status: "success",
+      run_id: expect.stringMatching(/^[0-9a-f]{24}$/),
+      state: "queued",
+      outputs: {},
+    });
     const done = await waitForRun(key, id, String(run.body.run_id));
-    expect(done).toMatchObject({ status: "completed", result: { answer: "Hello later" }, error: null, state: "completed" });
+    expect(done).toMatchObject({
+      status: "completed",
+      result: { answer: "Hello later" },
+      error: null,
+      state: "completed",
+    });
     const nodes = done.nodes as { id: string; status: string; outputs: unknown; duration_ms: number }[];
-    expect(nodes.map((n) => [n.id, n.status])).toEqual([["in", "completed"], ["greet", "completed"], ["out", "completed"]]);
+    expect(nodes.map((n) => [n.id, n.status])).toEqual([
+      ["in", "completed"],
+      ["greet", "completed"],
+      ["out", "completed"],
+    ]);
     expect(nodes[1].outputs).toEqual({ text: "Hello later" });
     expect(typeof nodes[1].duration_ms).toBe("number");
   });
@@ -91,7 +126,10 @@ describe("pipelines: definitions and run control", () => {
   it("streams outputs as server-sent events", async () => {
     const org = await seedOrg();
     const id = await createPipeline(org.owner.apiKey, SMALLEST);
-    const response = await call(`/v1/pipeline/${id}/run`, json({ inputs: { q: "stream" }, stream: true }, bearer(org.owner.apiKey)));
+    const response = await call(
+      `/v1/pipeline/${id}/run`,
+      json({ inputs: { q: "stream" }, stream: true }, bearer(org.owner.apiKey)),
+    );
     expect(response.headers.get("content-type")).toContain("text/event-stream");
     const text = await response.text();
     const events = text
@@ -99,13 +137,21 @@ describe("pipelines: definitions and run control", () => {
       .filter((line) => line.startsWith("data: "))
       .map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>);
     expect(events.map((e) => e.type)).toEqual(["stream", "result"]);
-    expect(events[1]).toEqual({ type: "result", run_id: expect.any(String), output_name: "answer", output_value: "Hello stream" });
+    expect(events[1]).toEqual({
+      type: "result",
+      run_id: expect.any(String),
+      output_name: "answer",
+      output_value: "Hello stream",
+    });
   });
 
   it("ends a stream with a paused event when the run stops at an approval", async () => {
     const org = await seedOrg();
     const id = await createPipeline(org.owner.apiKey, WITH_APPROVAL);
-    const response = await call(`/v1/pipeline/${id}/run`, json({ inputs: { q: "s" }, stream: true }, bearer(org.owner.apiKey)));
+    const response = await call(
+      `/v1/pipeline/${id}/run`,
+      json({ inputs: { q: "s" }, stream: true }, bearer(org.owner.apiKey)),
+    );
     const events = (await response.text())
       .split("\n")
       .filter((line) => line.startsWith("data: "))
@@ -117,7 +163,9 @@ describe("pipelines: definitions and run control", () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const id = await createPipeline(key, SMALLEST);
-    const bulk = await send(key, "POST", `/v1/pipeline/${id}/bulk-run`, { runs: [{ inputs: { q: "a" } }, { inputs: { q: "b" } }] });
+    const bulk = await send(key, "POST", `/v1/pipeline/${id}/bulk-run`, {
+      runs: [{ inputs: { q: "a" } }, { inputs: { q: "b" } }],
+    });
     expect(bulk.body).toEqual({ status: "success", run_ids: [expect.any(String), expect.any(String)] });
     await new Promise((r) => setTimeout(r, 5));
     const bulk2 = await send(key, "POST", `/v1/pipeline/${id}/bulk_run`, { runs: [{ inputs: { q: "c" } }] });
@@ -129,7 +177,10 @@ describe("pipelines: definitions and run control", () => {
     const page1 = await send(key, "GET", `/v1/pipeline/${id}/runs?page_size=2`);
     expect(page1.body).toMatchObject({ status: "success", page: 1, page_size: 2, total: 3 });
     const page2 = await send(key, "GET", `/v1/pipeline/${id}/runs?page=2&page_size=2`);
-    const listed = [...(page1.body.runs as { run_id: string; status: string }[]), ...(page2.body.runs as { run_id: string; status: string }[])];
+    const listed = [
+      ...(page1.body.runs as { run_id: string; status: string }[]),
+      ...(page2.body.runs as { run_id: string; status: string }[]),
+    ];
     expect(listed[0].run_id).toBe(ids[2]);
     expect(new Set(listed.map((r) => r.run_id))).toEqual(new Set(ids));
     expect(listed.every((r) => r.status === "completed")).toBe(true);
@@ -152,11 +203,20 @@ describe("pipelines: definitions and run control", () => {
     const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "x" }, background: true });
     const runId = String(run.body.run_id);
     await waitForRun(key, id, runId, () => true);
-    expect(await send(key, "POST", `/v1/pipeline/${id}/pause`, { run_id: runId })).toEqual({ status: 200, body: { status: "success" } });
+    expect(await send(key, "POST", `/v1/pipeline/${id}/pause`, { run_id: runId })).toEqual({
+      status: 200,
+      body: { status: "success" },
+    });
     expect((await send(key, "GET", `/v1/pipeline/${id}/run/status/${runId}`)).body.status).toBe("paused");
-    expect(await send(key, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] })).toEqual({ status: 200, body: { status: "success" } });
+    expect(await send(key, "POST", `/v1/pipeline/${id}/resume`, { run_ids: [runId] })).toEqual({
+      status: 200,
+      body: { status: "success" },
+    });
     expect((await send(key, "GET", `/v1/pipeline/${id}/run/status/${runId}`)).body.status).toBe("in_progress");
-    expect(await send(key, "POST", `/v1/pipeline/${id}/terminate`, { run_id: runId })).toEqual({ status: 200, body: { status: "success" } });
+    expect(await send(key, "POST", `/v1/pipeline/${id}/terminate`, { run_id: runId })).toEqual({
+      status: 200,
+      body: { status: "success" },
+    });
     const ended = await send(key, "GET", `/v1/pipeline/${id}/run/status/${runId}`);
     expect(ended.body).toMatchObject({ status: "terminated", error: "terminated by request" });
     const history = await send(key, "GET", `/v1/pipeline/${id}/runs`);
@@ -174,7 +234,10 @@ describe("pipelines: deletion", () => {
     expect((await send(key, "DELETE", `/v1/pipeline/${id}`)).status).toBe(200);
     const view = await runStub(env, String(run.body.run_id)).status();
     expect(view?.status).toBe("terminated");
-    expect(await send(key, "GET", `/v1/pipeline/${id}/run/status/${run.body.run_id}`)).toEqual({ status: 404, body: { status: "failed", error: "pipeline not found" } });
+    expect(await send(key, "GET", `/v1/pipeline/${id}/run/status/${run.body.run_id}`)).toEqual({
+      status: 404,
+      body: { status: "failed", error: "pipeline not found" },
+    });
   });
 });
 
@@ -182,17 +245,44 @@ describe("pipelines: the service other features call", () => {
   it("runPipelineForUser answers outputs, and a clear error when the run pauses", async () => {
     const org = await seedOrg();
     const id = await createPipeline(org.owner.apiKey, SMALLEST);
-    expect(await runPipelineForUser(env, { orgId: org.orgId, userId: org.owner.userId, pipelineId: id, inputs: { q: "bot" } })).toEqual({ answer: "Hello bot" });
-    const outcome = await runPipeline(env, { userId: org.owner.userId, orgId: org.orgId, role: "owner", via: "token" }, id, { q: "svc" });
-    expect(outcome).toEqual({ run_id: expect.any(String), status: "completed", outputs: { answer: "Hello svc" }, error: null });
+    expect(
+      await runPipelineForUser(env, {
+        orgId: org.orgId,
+        userId: org.owner.userId,
+        pipelineId: id,
+        inputs: { q: "bot" },
+      }),
+    ).toEqual({ answer: "Hello bot" });
+    const outcome = await runPipeline(
+      env,
+      { userId: org.owner.userId, orgId: org.orgId, role: "owner", via: "token" },
+      id,
+      { q: "svc" },
+    );
+    expect(outcome).toEqual({
+      run_id: expect.any(String),
+      status: "completed",
+      outputs: { answer: "Hello svc" },
+      error: null,
+    });
 
     const gated = await createPipeline(org.owner.apiKey, WITH_APPROVAL);
-    const paused = await runPipelineForUser(env, { orgId: org.orgId, userId: org.owner.userId, pipelineId: gated, inputs: { q: "bot" } }).catch((e: unknown) => e);
+    const paused = await runPipelineForUser(env, {
+      orgId: org.orgId,
+      userId: org.owner.userId,
+      pipelineId: gated,
+      inputs: { q: "bot" },
+    }).catch((e: unknown) => e);
     expect(paused).toBeInstanceOf(AppError);
     expect((paused as AppError).message).toMatch(/^pipeline run [0-9a-f]{24} paused \(it has an approval node\)$/);
 
     const stranger = await seedOrg();
-    const hidden = await runPipelineForUser(env, { orgId: stranger.orgId, userId: stranger.owner.userId, pipelineId: id, inputs: { q: "x" } }).catch((e: unknown) => e);
+    const hidden = await runPipelineForUser(env, {
+      orgId: stranger.orgId,
+      userId: stranger.owner.userId,
+      pipelineId: id,
+      inputs: { q: "x" },
+    }).catch((e: unknown) => e);
     expect((hidden as AppError).status).toBe(404);
   });
 });

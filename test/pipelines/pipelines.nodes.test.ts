@@ -17,9 +17,21 @@ describe("pipelines: node types", () => {
       nodes: [
         { id: "in", type: "input", config: { name: "q" } },
         { id: "a", type: "input", config: { name: "a", type: "number" } },
-        { id: "kb", type: "knowledge_base", config: { knowledge_base_id: "aaaaaaaaaaaaaaaaaaaaaaaa", query: "{{in}}", search_metadata: { top_k: 3 } } },
-        { id: "ask", type: "llm", config: { system: "be brief", prompt: "Context: {{kb}} Question: {{in}}", model: "m1" } },
-        { id: "add", type: "transformation", config: { transformation_id: "bbbbbbbbbbbbbbbbbbbbbbbb", inputs: { a: "{{a}}", b: 2 } } },
+        {
+          id: "kb",
+          type: "knowledge_base",
+          config: { knowledge_base_id: "aaaaaaaaaaaaaaaaaaaaaaaa", query: "{{in}}", search_metadata: { top_k: 3 } },
+        },
+        {
+          id: "ask",
+          type: "llm",
+          config: { system: "be brief", prompt: "Context: {{kb}} Question: {{in}}", model: "m1" },
+        },
+        {
+          id: "add",
+          type: "transformation",
+          config: { transformation_id: "bbbbbbbbbbbbbbbbbbbbbbbb", inputs: { a: "{{a}}", b: 2 } },
+        },
         { id: "answer", type: "output", config: { name: "answer", value: "{{ask.response}}" } },
         { id: "sum", type: "output", config: { name: "sum", value: "{{add.sum}}" } },
         { id: "hits", type: "output", config: { name: "hits", value: "{{kb.results}}" } },
@@ -36,7 +48,11 @@ describe("pipelines: node types", () => {
     const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "cats", a: "40" } });
     expect(run.body).toMatchObject({
       status: "success",
-      outputs: { answer: "[be brief] echo: Context: [1] about cats Question: cats", sum: 42, hits: [{ id: "c1", text: "about cats" }] },
+      outputs: {
+        answer: "[be brief] echo: Context: [1] about cats Question: cats",
+        sum: 42,
+        hits: [{ id: "c1", text: "about cats" }],
+      },
     });
   });
 
@@ -109,7 +125,13 @@ describe("pipelines: node types", () => {
     const response = await call(`/v1/pipeline/${id}/run`, { method: "POST", headers: bearer(key), body });
     expect(await response.json()).toMatchObject({
       status: "success",
-      outputs: { file: { type: "file", raw_bytes: btoa("hello file"), metadata: { name: "note.txt", mime_type: "text/plain", size: 10 } } },
+      outputs: {
+        file: {
+          type: "file",
+          raw_bytes: btoa("hello file"),
+          metadata: { name: "note.txt", mime_type: "text/plain", size: 10 },
+        },
+      },
     });
   });
 
@@ -130,8 +152,14 @@ describe("pipelines: node types", () => {
     const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "later" } });
     expect(run.body).toMatchObject({ status: "success", outputs: { echo: "later" } });
     // The run's own record, not the test's clock: the node slept 300 ms and finished only once woken.
-    const nap = await runInDurableObject(env.PIPELINE_RUNS.get(env.PIPELINE_RUNS.idFromName(String(run.body.run_id))), (_instance, state) =>
-      state.storage.sql.exec<{ status: string; started_at: number; wake_at: number; finished_at: number }>("SELECT status, started_at, wake_at, finished_at FROM nodes WHERE id = 'nap'").one(),
+    const nap = await runInDurableObject(
+      env.PIPELINE_RUNS.get(env.PIPELINE_RUNS.idFromName(String(run.body.run_id))),
+      (_instance, state) =>
+        state.storage.sql
+          .exec<{ status: string; started_at: number; wake_at: number; finished_at: number }>(
+            "SELECT status, started_at, wake_at, finished_at FROM nodes WHERE id = 'nap'",
+          )
+          .one(),
     );
     expect(nap.status).toBe("completed");
     expect(nap.wake_at - nap.started_at).toBe(300);
@@ -192,7 +220,11 @@ describe("pipelines: node types", () => {
         ],
       });
       const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "x" } });
-      expect(run.body).toMatchObject({ status: "failed", state: "failed", error: "node ask failed: internal error while running the node" });
+      expect(run.body).toMatchObject({
+        status: "failed",
+        state: "failed",
+        error: "node ask failed: internal error while running the node",
+      });
     } finally {
       restoreInner();
     }

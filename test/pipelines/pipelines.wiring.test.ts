@@ -14,7 +14,13 @@ async function createKnowledgeBase(key: string): Promise<string> {
   };
   for (const [name, text] of Object.entries(docs)) {
     const indexed = await send(key, "POST", `/v1/knowledge-base/${kbId}/index`, {
-      file_data: { file: { type: "file", raw_bytes: btoa(text), metadata: { name, mime_type: "text/plain", path: `/docs/${name}` } } },
+      file_data: {
+        file: {
+          type: "file",
+          raw_bytes: btoa(text),
+          metadata: { name, mime_type: "text/plain", path: `/docs/${name}` },
+        },
+      },
     });
     expect(indexed.status).toBe(200);
   }
@@ -54,7 +60,10 @@ describe("pipelines: wired to the transformations feature", () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const id = await createPipeline(key, usingTransformation(await createDouble(key)));
-    expect((await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { n: 21 } })).body).toMatchObject({ status: "success", outputs: { doubled: 42 } });
+    expect((await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { n: 21 } })).body).toMatchObject({
+      status: "success",
+      outputs: { doubled: 42 },
+    });
   });
 
   it("fails the run naming the node when the transformation rejects its inputs", async () => {
@@ -69,7 +78,11 @@ describe("pipelines: wired to the transformations feature", () => {
       edges: [{ source: "q", target: "twice" }],
     });
     const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "not a number" } });
-    expect(run.body).toMatchObject({ status: "failed", state: "failed", error: expect.stringMatching(/^node twice failed: inputs\.x/) });
+    expect(run.body).toMatchObject({
+      status: "failed",
+      state: "failed",
+      error: expect.stringMatching(/^node twice failed: inputs\.x/),
+    });
   });
 
   it("refuses a transformation that does not exist or belongs to another organization", async () => {
@@ -77,13 +90,14 @@ describe("pipelines: wired to the transformations feature", () => {
     const other = await seedOrg();
     const foreign = await createDouble(other.owner.apiKey);
     for (const tid of [foreign, "0123456789abcdef01234567"]) {
-      expect(await send(org.owner.apiKey, "POST", "/v1/pipeline", { name: uniqueName(), ...usingTransformation(tid) })).toEqual({
+      expect(
+        await send(org.owner.apiKey, "POST", "/v1/pipeline", { name: uniqueName(), ...usingTransformation(tid) }),
+      ).toEqual({
         status: 400,
         body: { status: "failed", error: `node twice: transformation ${tid} does not exist or you cannot use it` },
       });
     }
   });
-
 });
 
 describe("pipelines: wired to the provider registry", () => {
@@ -105,7 +119,9 @@ describe("pipelines: wired to the provider registry", () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;
     const id = await createPipeline(key, llmPipeline({ model: "loom/extractive", system: "Answer from the context." }));
-    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "Context: The blue whale is the largest animal. Question: which animal is the largest?" } });
+    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, {
+      inputs: { q: "Context: The blue whale is the largest animal. Question: which animal is the largest?" },
+    });
     expect(run.body).toMatchObject({ status: "success", outputs: { model: "loom/extractive" } });
     expect(typeof (run.body.outputs as { answer: unknown }).answer).toBe("string");
   });
@@ -115,7 +131,11 @@ describe("pipelines: wired to the provider registry", () => {
     const key = org.owner.apiKey;
     const id = await createPipeline(key, llmPipeline({}));
     const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "hi" } });
-    expect(run.body).toMatchObject({ status: "failed", state: "failed", error: expect.stringMatching(/^node ask failed: an llm node needs a chat model: add a connection of kind/) });
+    expect(run.body).toMatchObject({
+      status: "failed",
+      state: "failed",
+      error: expect.stringMatching(/^node ask failed: an llm node needs a chat model: add a connection of kind/),
+    });
     const named = await createPipeline(key, llmPipeline({ model: "nowhere/some-model" }));
     expect((await send(key, "POST", `/v1/pipeline/${named}/run`, { inputs: { q: "hi" } })).body).toMatchObject({
       status: "failed",
@@ -132,7 +152,11 @@ describe("pipelines: wired to the knowledge-base query", () => {
     const id = await createPipeline(key, {
       nodes: [
         { id: "q", type: "input", config: { name: "q" } },
-        { id: "kb", type: "knowledge_base", config: { knowledge_base_id: kbId, query: "{{q}}", search_metadata: { top_k: 1 } } },
+        {
+          id: "kb",
+          type: "knowledge_base",
+          config: { knowledge_base_id: kbId, query: "{{q}}", search_metadata: { top_k: 1 } },
+        },
         { id: "hits", type: "output", config: { name: "hits", value: "{{kb.results}}" } },
         { id: "context", type: "output", config: { name: "context", value: "{{kb}}" } },
       ],
@@ -144,7 +168,10 @@ describe("pipelines: wired to the knowledge-base query", () => {
     });
     const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "largest whale" } });
     expect(run.body.status).toBe("success");
-    const outputs = run.body.outputs as { hits: { text: string; document_id: string; score: number }[]; context: string };
+    const outputs = run.body.outputs as {
+      hits: { text: string; document_id: string; score: number }[];
+      context: string;
+    };
     expect(outputs.hits).toHaveLength(1);
     expect(outputs.hits[0].text).toContain("blue whale");
     expect(outputs.context).toMatch(/^\[1\] Whales are marine mammals/);
@@ -157,8 +184,20 @@ describe("pipelines: wired to the knowledge-base query", () => {
     const id = await createPipeline(key, {
       nodes: [
         { id: "q", type: "input", config: { name: "q" } },
-        { id: "kb", type: "knowledge_base", config: { knowledge_base_id: kbId, query: "{{q}}", search_metadata: { top_k: 2 } } },
-        { id: "ask", type: "llm", config: { model: "loom/extractive", system: "Answer from the context only.", prompt: "Context:\n{{kb}}\n\nQuestion: {{q}}" } },
+        {
+          id: "kb",
+          type: "knowledge_base",
+          config: { knowledge_base_id: kbId, query: "{{q}}", search_metadata: { top_k: 2 } },
+        },
+        {
+          id: "ask",
+          type: "llm",
+          config: {
+            model: "loom/extractive",
+            system: "Answer from the context only.",
+            prompt: "Context:\n{{kb}}\n\nQuestion: {{q}}",
+          },
+        },
         { id: "out", type: "output", config: { name: "answer", value: "{{ask}}" } },
       ],
       edges: [
@@ -168,14 +207,18 @@ describe("pipelines: wired to the knowledge-base query", () => {
         { source: "ask", target: "out" },
       ],
     });
-    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "which whale is the largest animal?" } });
+    const run = await send(key, "POST", `/v1/pipeline/${id}/run`, {
+      inputs: { q: "which whale is the largest animal?" },
+    });
     expect(run.body.status).toBe("success");
     const answer = (run.body.outputs as { answer: string }).answer;
     expect(answer).not.toContain("none were given");
     expect(answer).toContain("blue whale");
     // The same with the context inline on one line, as a person might write the prompt.
     const inline = await createPipeline(key, llmInline());
-    const second = await send(key, "POST", `/v1/pipeline/${inline}/run`, { inputs: { q: "Context: The blue whale is the largest animal. Question: which animal is the largest?" } });
+    const second = await send(key, "POST", `/v1/pipeline/${inline}/run`, {
+      inputs: { q: "Context: The blue whale is the largest animal. Question: which animal is the largest?" },
+    });
     expect((second.body.outputs as { answer: string }).answer).toContain("The blue whale is the largest animal");
   });
 
@@ -208,11 +251,18 @@ describe("pipelines: wired to the knowledge-base query", () => {
     const id = await createPipeline(key, {
       nodes: [
         { id: "q", type: "input", config: { name: "q" } },
-        { id: "kb", type: "knowledge_base", config: { knowledge_base_id: kbId, query: "{{q}}", config: { retrieval_unit: "paragraphs" } } },
+        {
+          id: "kb",
+          type: "knowledge_base",
+          config: { knowledge_base_id: kbId, query: "{{q}}", config: { retrieval_unit: "paragraphs" } },
+        },
       ],
       edges: [{ source: "q", target: "kb" }],
     });
-    expect((await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "bread" } })).body).toMatchObject({ status: "failed", error: "node kb failed: invalid retrieval unit: paragraphs" });
+    expect((await send(key, "POST", `/v1/pipeline/${id}/run`, { inputs: { q: "bread" } })).body).toMatchObject({
+      status: "failed",
+      error: "node kb failed: invalid retrieval unit: paragraphs",
+    });
   });
 });
 

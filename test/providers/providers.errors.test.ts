@@ -5,7 +5,16 @@ import { AppError } from "../../src/lib/errors";
 import { chatModelFor, embedderFor, rerankerFor, transcriberFor } from "../../src/providers/registry";
 import { ExtractiveAnswerer } from "../../src/providers/extractive";
 import { connect, instant } from "./connect";
-import { FakeAi, FakeNetwork, anthropicStream, captureConsole, chunked, collect, openAiCompletion, sse } from "./fake-providers";
+import {
+  FakeAi,
+  FakeNetwork,
+  anthropicStream,
+  captureConsole,
+  chunked,
+  collect,
+  openAiCompletion,
+  sse,
+} from "./fake-providers";
 
 async function failure(promise: Promise<unknown>): Promise<AppError> {
   const error = await promise.then(
@@ -20,10 +29,20 @@ describe("providers: failures become the documented 502", () => {
   it("retries 429 and 5xx with backoff, then succeeds", async () => {
     const org = await seedOrg();
     await connect(org, { name: "openai", kind: "openai", secret: "sk-retry-0001" });
-    const answers = [new Response("slow down", { status: 429, headers: { "retry-after": "0" } }), new Response("oops", { status: 503 })];
-    const net = new FakeNetwork().on("https://api.openai.com/v1/chat/completions", () => answers.shift() ?? openAiCompletion("ok"));
+    const answers = [
+      new Response("slow down", { status: 429, headers: { "retry-after": "0" } }),
+      new Response("oops", { status: 503 }),
+    ];
+    const net = new FakeNetwork().on(
+      "https://api.openai.com/v1/chat/completions",
+      () => answers.shift() ?? openAiCompletion("ok"),
+    );
     const waits: number[] = [];
-    const model = await chatModelFor(env, org, "openai/gpt-4o-mini", { fetch: net.fetch, retryBaseMs: 100, sleep: async (ms) => void waits.push(ms) });
+    const model = await chatModelFor(env, org, "openai/gpt-4o-mini", {
+      fetch: net.fetch,
+      retryBaseMs: 100,
+      sleep: async (ms) => void waits.push(ms),
+    });
     expect((await model.complete({ messages: [{ role: "user", content: "hi" }] })).text).toBe("ok");
     expect(net.received).toHaveLength(3);
     // Retry-After: 0 is honoured; the second wait is the exponential backoff (between 100 and 200 ms).
@@ -35,7 +54,9 @@ describe("providers: failures become the documented 502", () => {
   it("gives up after a bounded number of attempts with a 502 naming the provider and connection", async () => {
     const org = await seedOrg();
     await connect(org, { name: "prod-openai", kind: "openai", secret: "sk-down-0002" });
-    const net = new FakeNetwork().on("https://api.openai.com/v1/", () => Response.json({ error: { message: "The server had an error" } }, { status: 500 }));
+    const net = new FakeNetwork().on("https://api.openai.com/v1/", () =>
+      Response.json({ error: { message: "The server had an error" } }, { status: 500 }),
+    );
     const model = await chatModelFor(env, org, "prod-openai/gpt-4o", { fetch: net.fetch, ...instant });
     const { error } = await captureConsole(() => model.complete({ messages: [{ role: "user", content: "hi" }] }));
     expect(error).toBeInstanceOf(AppError);
@@ -50,14 +71,17 @@ describe("providers: failures become the documented 502", () => {
     await connect(org, { name: "flaky", kind: "openai", base_url: "http://flaky.internal/v1", chat_model: "m" });
     let failures = 1;
     const net = new FakeNetwork().on("http://flaky.internal/v1/", () => openAiCompletion("recovered"));
-    const flaky: typeof net.fetch = (input, init) => (failures-- > 0 ? Promise.reject(new TypeError("connection reset")) : net.fetch(input, init));
+    const flaky: typeof net.fetch = (input, init) =>
+      failures-- > 0 ? Promise.reject(new TypeError("connection reset")) : net.fetch(input, init);
     const model = await chatModelFor(env, org, "flaky", { fetch: flaky, ...instant });
     expect((await model.complete({ messages: [{ role: "user", content: "x" }] })).text).toBe("recovered");
 
     const down: typeof net.fetch = () => Promise.reject(new TypeError("connection refused"));
     const dead = await chatModelFor(env, org, "flaky", { fetch: down, ...instant });
     const { error } = await captureConsole(() => dead.complete({ messages: [{ role: "user", content: "x" }] }));
-    expect((error as AppError).message).toBe("the model provider openai (connection 'flaky') failed: network error: connection refused");
+    expect((error as AppError).message).toBe(
+      "the model provider openai (connection 'flaky') failed: network error: connection refused",
+    );
 
     const controller = new AbortController();
     controller.abort();
@@ -67,20 +91,29 @@ describe("providers: failures become the documented 502", () => {
       return init.signal?.aborted ? Promise.reject(new DOMException("aborted", "AbortError")) : net.fetch(input, init);
     };
     const aborted = await chatModelFor(env, org, "flaky", { fetch: counting, ...instant });
-    expect((await failure(aborted.complete({ messages: [{ role: "user", content: "x" }], signal: controller.signal }))).message).toBe(
-      "the model provider openai (connection 'flaky') failed: the request was aborted",
-    );
+    expect(
+      (await failure(aborted.complete({ messages: [{ role: "user", content: "x" }], signal: controller.signal })))
+        .message,
+    ).toBe("the model provider openai (connection 'flaky') failed: the request was aborted");
     expect(calls).toBe(1);
   });
 
   it("does not retry a 400 or 401: they will not get better", async () => {
     const org = await seedOrg();
     await connect(org, { name: "claude", kind: "anthropic", secret: "sk-ant-bad", chat_model: "claude-x" });
-    const net = new FakeNetwork().on("https://api.anthropic.com/", () => Response.json({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }, { status: 401 }));
+    const net = new FakeNetwork().on("https://api.anthropic.com/", () =>
+      Response.json(
+        { type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } },
+        { status: 401 },
+      ),
+    );
     const model = await chatModelFor(env, org, undefined, { fetch: net.fetch, ...instant });
-    const error = (await captureConsole(() => model.complete({ messages: [{ role: "user", content: "hi" }] }))).error as AppError;
+    const error = (await captureConsole(() => model.complete({ messages: [{ role: "user", content: "hi" }] })))
+      .error as AppError;
     expect(error.status).toBe(502);
-    expect(error.message).toBe("the model provider anthropic (connection 'claude') failed: HTTP 401 (the provider refused the credentials)");
+    expect(error.message).toBe(
+      "the model provider anthropic (connection 'claude') failed: HTTP 401 (the provider refused the credentials)",
+    );
     expect(net.received).toHaveLength(1);
   });
 
@@ -103,9 +136,21 @@ describe("providers: failures become the documented 502", () => {
   it("turns an Anthropic stream error event, a broken stream chunk and an empty answer into 502s", async () => {
     const org = await seedOrg();
     await connect(org, { name: "claude", kind: "anthropic", secret: "sk-ant-3", chat_model: "c" });
-    await connect(org, { name: "local", kind: "openai", base_url: "http://llm.internal/v1", chat_model: "m", embedding_model: "e" });
+    await connect(org, {
+      name: "local",
+      kind: "openai",
+      base_url: "http://llm.internal/v1",
+      chat_model: "m",
+      embedding_model: "e",
+    });
     const net = new FakeNetwork()
-      .on("https://api.anthropic.com/", () => chunked([sse([{ event: "error", data: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } }])]))
+      .on("https://api.anthropic.com/", () =>
+        chunked([
+          sse([
+            { event: "error", data: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } },
+          ]),
+        ]),
+      )
       .on("http://llm.internal/v1/chat/completions", () => chunked(["data: {not json\n\n"]))
       .on("http://llm.internal/v1/embeddings", () => Response.json({ data: [] }));
     const claude = await chatModelFor(env, org, "claude", { fetch: net.fetch, ...instant });
@@ -117,7 +162,9 @@ describe("providers: failures become the documented 502", () => {
       "the model provider openai (connection 'local') failed: the stream held a chunk that was not JSON",
     );
     const embedder = await embedderFor(env, org, "local", { fetch: net.fetch });
-    expect((await failure(embedder.embed(["a"]))).message).toBe("the model provider openai (connection 'local') failed: expected 1 embeddings, got 0");
+    expect((await failure(embedder.embed(["a"]))).message).toBe(
+      "the model provider openai (connection 'local') failed: expected 1 embeddings, got 0",
+    );
   });
 
   it("reports a Workers AI binding failure that is not transient at once", async () => {
@@ -126,7 +173,8 @@ describe("providers: failures become the documented 502", () => {
     const ai = new FakeAi();
     ai.failures.push(new Error("5007: No such model"));
     const chat = await chatModelFor(env, org, "cf/@cf/nope", { ai, ...instant });
-    const error = (await captureConsole(() => chat.complete({ messages: [{ role: "user", content: "x" }] }))).error as AppError;
+    const error = (await captureConsole(() => chat.complete({ messages: [{ role: "user", content: "x" }] })))
+      .error as AppError;
     expect(error.status).toBe(502);
     expect(error.message).toBe("the model provider workers_ai (connection 'cf') failed: 5007: No such model");
     expect(ai.calls).toHaveLength(1);
@@ -140,7 +188,9 @@ describe("providers: failures become the documented 502", () => {
       response.text().then((body) => chunked([body.slice(0, body.indexOf("rtial") + 10)]));
     const net = new FakeNetwork()
       .on("https://api.anthropic.com/", () => cut(anthropicStream(["partial"])))
-      .on("http://llm.internal/v1/", () => chunked([sse([{ data: { choices: [{ index: 0, delta: { content: "partial" } }] } }])]));
+      .on("http://llm.internal/v1/", () =>
+        chunked([sse([{ data: { choices: [{ index: 0, delta: { content: "partial" } }] } }])]),
+      );
     const claude = await chatModelFor(env, org, "claude", { fetch: net.fetch });
     expect((await failure(collect(claude.stream({ messages: [{ role: "user", content: "x" }] })))).message).toBe(
       "the model provider anthropic (connection 'claude') failed: the stream ended before message_stop",
@@ -160,9 +210,15 @@ describe("providers: a missing or wrong connection is a 400 that says what to ad
     expect(chat.message).toBe(
       "transform_query needs a chat model: add a connection of kind openai, anthropic or workers_ai (POST /admin/connections/create) or name a model as <connection>/<model>",
     );
-    expect((await failure(rerankerFor(env, org))).message).toContain("rerank_documents needs a rerank model: add a connection of kind cohere or workers_ai");
-    expect((await failure(transcriberFor(env, org))).message).toContain("needs a transcription model: add a connection of kind openai or workers_ai");
-    expect((await failure(embedderFor(env, org))).message).toContain("needs an embedding model: add a connection of kind openai or workers_ai");
+    expect((await failure(rerankerFor(env, org))).message).toContain(
+      "rerank_documents needs a rerank model: add a connection of kind cohere or workers_ai",
+    );
+    expect((await failure(transcriberFor(env, org))).message).toContain(
+      "needs a transcription model: add a connection of kind openai or workers_ai",
+    );
+    expect((await failure(embedderFor(env, org))).message).toContain(
+      "needs an embedding model: add a connection of kind openai or workers_ai",
+    );
   });
 
   it("falls back to the extractive answerer only where allowed, and says so in its name", async () => {
@@ -176,9 +232,15 @@ describe("providers: a missing or wrong connection is a 400 that says what to ad
     const org = await seedOrg();
     await connect(org, { name: "phone", kind: "telephony", secret: "tw-secret" });
     await connect(org, { name: "local", kind: "openai", base_url: "http://llm.internal/v1" });
-    expect((await failure(chatModelFor(env, org, "nope/gpt-4o"))).message).toBe("model 'nope/gpt-4o': this organization has no connection named 'nope'");
-    expect((await failure(chatModelFor(env, org, "phone/x"))).message).toBe("model 'phone/x': connection 'phone' is of kind telephony, which does not serve chat models");
-    expect((await failure(chatModelFor(env, org, "local"))).message).toBe("model 'local': connection 'local' has no default chat model; name one as local/<model>");
+    expect((await failure(chatModelFor(env, org, "nope/gpt-4o"))).message).toBe(
+      "model 'nope/gpt-4o': this organization has no connection named 'nope'",
+    );
+    expect((await failure(chatModelFor(env, org, "phone/x"))).message).toBe(
+      "model 'phone/x': connection 'phone' is of kind telephony, which does not serve chat models",
+    );
+    expect((await failure(chatModelFor(env, org, "local"))).message).toBe(
+      "model 'local': connection 'local' has no default chat model; name one as local/<model>",
+    );
     expect((await failure(chatModelFor(env, org, " "))).message).toBe("invalid model name: ''");
   });
 

@@ -10,16 +10,31 @@ import { sdkRequest, type Body } from "./sdk-wire";
  */
 
 /** The node types the SDK's `Node.from_json` knows among Loom's (its registry has no approval or wait). */
-const SDK_NODE_TYPES = new Set(["input", "output", "text", "llm", "knowledge_base", "transformation", "pipeline", "condition", "merge"]);
+const SDK_NODE_TYPES = new Set([
+  "input",
+  "output",
+  "text",
+  "llm",
+  "knowledge_base",
+  "transformation",
+  "pipeline",
+  "condition",
+  "merge",
+]);
 
 /** `Pipeline.from_json` (0.0.76-0.0.82): each value of `nodes` through `Node.from_json`, then the input and output types. */
-function sdkPipelineFromJson(object: Body, registry = SDK_NODE_TYPES): { id: unknown; branchId: unknown; inputs: Body; outputs: Body; nodes: Body[] } {
+function sdkPipelineFromJson(
+  object: Body,
+  registry = SDK_NODE_TYPES,
+): { id: unknown; branchId: unknown; inputs: Body; outputs: Body; nodes: Body[] } {
   const nodes = object.nodes;
-  if (typeof nodes !== "object" || nodes === null || Array.isArray(nodes)) throw new Error("AttributeError: 'list' object has no attribute 'values'");
+  if (typeof nodes !== "object" || nodes === null || Array.isArray(nodes))
+    throw new Error("AttributeError: 'list' object has no attribute 'values'");
   const parsed = Object.values(nodes as Record<string, Body>).map((node) => {
     if (typeof node.type !== "string" || !node.type) throw new Error("ValueError: JSON data must include 'type' field");
     if (!registry.has(node.type)) throw new Error(`ValueError: Unknown node type: ${node.type}`);
-    if (typeof node.inputs !== "object" || node.inputs === null) throw new Error(`node ${String(node.id)}: inputs is not a dict`);
+    if (typeof node.inputs !== "object" || node.inputs === null)
+      throw new Error(`node ${String(node.id)}: inputs is not a dict`);
     for (const key of ["id", "name", "execution_mode"]) if (!(key in node)) throw new Error(`KeyError: '${key}'`);
     return node;
   });
@@ -35,13 +50,23 @@ function sdkPipelineFromJson(object: Body, registry = SDK_NODE_TYPES): { id: unk
 
 /** `Pipeline.save` of what fetch gave: the same nodes, canvas, inputs and outputs, with the branch. */
 const sdkSaveFetched = (key: string, object: Body) =>
-  sdkRequest(key, "POST", `/update/pipeline/${String(object._id)}`, { json: { nodes: object.nodes, canvas_metadata: object.canvas_metadata, inputs: object.inputs, outputs: object.outputs, branch_id: object.mainBranch } });
+  sdkRequest(key, "POST", `/update/pipeline/${String(object._id)}`, {
+    json: {
+      nodes: object.nodes,
+      canvas_metadata: object.canvas_metadata,
+      inputs: object.inputs,
+      outputs: object.outputs,
+      branch_id: object.mainBranch,
+    },
+  });
 
 describe("Chatbot.fetch on every chatbot", () => {
   it("a knowledge-base chatbot answers a pipeline object with null ids, which the SDK reads", async () => {
     const key = (await seedOrg()).owner.apiKey;
     const kb = await createKb(key);
-    const created = await sdkRequest(key, "POST", "/chatbot", { json: { name: `kb-bot-${crypto.randomUUID()}`, knowledge_base_ids: [kb], system_prompt: "Answer." } });
+    const created = await sdkRequest(key, "POST", "/chatbot", {
+      json: { name: `kb-bot-${crypto.randomUUID()}`, knowledge_base_ids: [kb], system_prompt: "Answer." },
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const fetched = await sdkRequest(key, "GET", "/chatbot", { query: { id: String(created.body.id) } });
     const object = fetched.body.object as Body;
@@ -61,10 +86,23 @@ describe("Pipeline.fetch on a pipeline written in Loom's format", () => {
     expect(fetched.status).toBe(200);
     const object = fetched.body.object as Body;
     const sdk = sdkPipelineFromJson(object);
-    expect(sdk).toMatchObject({ id, branchId: expect.any(String), inputs: { q: "string" }, outputs: { answer: "string" } });
+    expect(sdk).toMatchObject({
+      id,
+      branchId: expect.any(String),
+      inputs: { q: "string" },
+      outputs: { answer: "string" },
+    });
     expect(object).toMatchObject({ format: "loom", graph: SMALLEST, edges: SMALLEST.edges });
     const nodes = object.nodes as Record<string, Body>;
-    expect(nodes.greet).toEqual({ id: "greet", name: "greet", type: "text", inputs: { text: "Hello {{ in.text }}", dependencies: [] }, outputs: ["text"], task_name: null, execution_mode: "normal" });
+    expect(nodes.greet).toEqual({
+      id: "greet",
+      name: "greet",
+      type: "text",
+      inputs: { text: "Hello {{ in.text }}", dependencies: [] },
+      outputs: ["text"],
+      task_name: null,
+      execution_mode: "normal",
+    });
     expect(nodes.out.inputs).toEqual({ output_type: "string", value: "{{ greet.text }}", dependencies: [] });
 
     // What the SDK would post back from that object is a valid editor document with the same behaviour.
@@ -86,8 +124,12 @@ describe("Pipeline.fetch on a pipeline written in Loom's format", () => {
     expect((await sdkSaveFetched(key, object)).status).toBe(200);
     const paused = await sdkRequest(key, "POST", `/pipeline/${id}/run`, { json: { inputs: { q: "x" } } });
     expect(paused.body).toMatchObject({ state: "paused" });
-    expect((await sdkRequest(key, "POST", `/pipeline/${id}/resume`, { json: { run_ids: [paused.body.run_id] } })).status).toBe(200);
-    expect(await waitForRun(key, id, String(paused.body.run_id), (s) => s === "completed" || s === "failed")).toMatchObject({ status: "completed", result: { answer: "Hello x" } });
+    expect(
+      (await sdkRequest(key, "POST", `/pipeline/${id}/resume`, { json: { run_ids: [paused.body.run_id] } })).status,
+    ).toBe(200);
+    expect(
+      await waitForRun(key, id, String(paused.body.run_id), (s) => s === "completed" || s === "failed"),
+    ).toMatchObject({ status: "completed", result: { answer: "Hello x" } });
   });
 
   it("LLM, knowledge-base and number inputs translate to the SDK's names and back", async () => {
@@ -97,7 +139,11 @@ describe("Pipeline.fetch on a pipeline written in Loom's format", () => {
       nodes: [
         { id: "in", type: "input", config: { name: "q", type: "number", description: "how many", default: 3 } },
         { id: "kb", type: "knowledge_base", config: { knowledge_base_id: kb, query: "{{in}}" } },
-        { id: "ask", type: "llm", config: { prompt: "{{kb.results}} {{kb}}", model: "loom/extractive", temperature: 0.2 } },
+        {
+          id: "ask",
+          type: "llm",
+          config: { prompt: "{{kb.results}} {{kb}}", model: "loom/extractive", temperature: 0.2 },
+        },
         { id: "out", type: "output", config: { name: "a", value: "{{ask}}" } },
       ],
       edges: [
@@ -109,23 +155,51 @@ describe("Pipeline.fetch on a pipeline written in Loom's format", () => {
     const id = await createPipeline(key, definition);
     const object = (await sdkRequest(key, "GET", "/pipeline", { query: { id } })).body.object as Body;
     const nodes = object.nodes as Record<string, Body>;
-    expect(nodes.in.inputs).toEqual({ input_type: "float", description: "how many", default_value: 3, dependencies: [] });
+    expect(nodes.in.inputs).toEqual({
+      input_type: "float",
+      description: "how many",
+      default_value: 3,
+      dependencies: [],
+    });
     expect(nodes.kb.inputs).toEqual({ knowledge_base: { object_id: kb }, query: "{{ in.text }}", dependencies: [] });
-    expect(nodes.ask.inputs).toEqual({ provider: "loom", model: "extractive", prompt: "{{ kb.chunks }} {{ kb.formatted_text }}", temperature: 0.2, dependencies: [] });
+    expect(nodes.ask.inputs).toEqual({
+      provider: "loom",
+      model: "extractive",
+      prompt: "{{ kb.chunks }} {{ kb.formatted_text }}",
+      temperature: 0.2,
+      dependencies: [],
+    });
     expect(sdkPipelineFromJson(object).inputs).toEqual({ q: "float" });
     expect((await sdkSaveFetched(key, object)).status).toBe(200);
-    const graph = ((await sdkRequest(key, "GET", "/pipeline", { query: { id } })).body.object as Body).graph as { nodes: Body[] };
+    const graph = ((await sdkRequest(key, "GET", "/pipeline", { query: { id } })).body.object as Body).graph as {
+      nodes: Body[];
+    };
     expect(graph.nodes).toEqual([
-      { id: "in", type: "input", config: { name: "q", type: "number", description: "how many", default: 3, required: false } },
+      {
+        id: "in",
+        type: "input",
+        config: { name: "q", type: "number", description: "how many", default: 3, required: false },
+      },
       { id: "kb", type: "knowledge_base", config: { knowledge_base_id: kb, query: "{{in.value}}" } },
-      { id: "ask", type: "llm", config: { prompt: "{{kb.results}} {{kb.text}}", model: "loom/extractive", temperature: 0.2 } },
+      {
+        id: "ask",
+        type: "llm",
+        config: { prompt: "{{kb.results}} {{kb.text}}", model: "loom/extractive", temperature: 0.2 },
+      },
       { id: "out", type: "output", config: { name: "a", value: "{{ ask.response }}" } },
     ]);
   });
 });
 
 describe("task_name and execution_mode of editor nodes", () => {
-  const editorNode = (id: string, type: string, inputs: Body, extra: Body) => ({ id, name: id, type, inputs: { ...inputs, dependencies: [] }, outputs: [], ...extra });
+  const editorNode = (id: string, type: string, inputs: Body, extra: Body) => ({
+    id,
+    name: id,
+    type,
+    inputs: { ...inputs, dependencies: [] },
+    outputs: [],
+    ...extra,
+  });
   const doc = (extra: Body) => ({
     nodes: {
       input_0: editorNode("input_0", "input", { input_type: "string" }, { task_name: null, execution_mode: "normal" }),
@@ -138,20 +212,36 @@ describe("task_name and execution_mode of editor nodes", () => {
 
   it("are stored and answered back as saved; unset they answer the SDK's null and normal", async () => {
     const key = (await seedOrg()).owner.apiKey;
-    const created = await sdkRequest(key, "POST", "/pipeline", { json: { name: `tasks-${crypto.randomUUID()}`, ...doc({ task_name: "output_string", execution_mode: "normal" }) } });
+    const created = await sdkRequest(key, "POST", "/pipeline", {
+      json: { name: `tasks-${crypto.randomUUID()}`, ...doc({ task_name: "output_string", execution_mode: "normal" }) },
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const id = String(created.body.id);
-    const nodes = () => sdkRequest(key, "GET", "/pipeline", { query: { id } }).then((r) => (r.body.object as Body).nodes as Record<string, Body>);
+    const nodes = () =>
+      sdkRequest(key, "GET", "/pipeline", { query: { id } }).then(
+        (r) => (r.body.object as Body).nodes as Record<string, Body>,
+      );
     expect((await nodes()).output_0).toMatchObject({ task_name: "output_string", execution_mode: "normal" });
     expect((await nodes()).input_0).toMatchObject({ task_name: null, execution_mode: "normal" });
-    const saved = await sdkRequest(key, "POST", `/update/pipeline/${id}`, { json: { ...doc({}), branch_id: created.body.branch_id } });
+    const saved = await sdkRequest(key, "POST", `/update/pipeline/${id}`, {
+      json: { ...doc({}), branch_id: created.body.branch_id },
+    });
     expect(saved.status).toBe(200);
     expect((await nodes()).output_0).toMatchObject({ task_name: null, execution_mode: "normal" });
   });
 
   it("an execution mode Loom does not run is a 400 naming the node, not silently run as normal", async () => {
     const key = (await seedOrg()).owner.apiKey;
-    const refused = await sdkRequest(key, "POST", "/pipeline", { json: { name: `batch-${crypto.randomUUID()}`, ...doc({ task_name: null, execution_mode: "batch" }) } });
-    expect(refused).toEqual({ status: 400, body: { status: "failed", error: 'node output_0: execution_mode "batch" is not one Loom runs (Loom runs each node once per run: "normal")' } });
+    const refused = await sdkRequest(key, "POST", "/pipeline", {
+      json: { name: `batch-${crypto.randomUUID()}`, ...doc({ task_name: null, execution_mode: "batch" }) },
+    });
+    expect(refused).toEqual({
+      status: 400,
+      body: {
+        status: "failed",
+        error:
+          'node output_0: execution_mode "batch" is not one Loom runs (Loom runs each node once per run: "normal")',
+      },
+    });
   });
 });

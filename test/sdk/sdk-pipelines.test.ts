@@ -9,7 +9,8 @@ import { sdkNewKnowledgeBase, sdkRequest, sdkUpload, type Body } from "./sdk-wir
  * `{{ node_id.output }}` references, with `canvas_metadata`, `inputs` and `outputs` beside them.
  */
 
-const oid = (): string => [...crypto.getRandomValues(new Uint8Array(12))].map((b) => b.toString(16).padStart(2, "0")).join("");
+const oid = (): string =>
+  [...crypto.getRandomValues(new Uint8Array(12))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 interface SdkNode {
   id: string;
@@ -32,13 +33,24 @@ const node = (type: string, name: string, inputs: Body, outputs: string[]): SdkN
   execution_mode: "normal",
 });
 
-const inputNode = (name: string, inputType = "string") => node("input", name, { input_type: inputType, file_parser: "default" }, inputType === "file" ? ["processed_text", "file"] : ["text"]);
+const inputNode = (name: string, inputType = "string") =>
+  node(
+    "input",
+    name,
+    { input_type: inputType, file_parser: "default" },
+    inputType === "file" ? ["processed_text", "file"] : ["text"],
+  );
 const outputNode = (name: string, value: string) => node("output", name, { output_type: "string", value }, []);
 const textNode = (name: string, text: string) => node("text", name, { text }, ["text"]);
 
 /** The body `Pipeline.new` posts (and, with `branch_id`, what `save` posts). */
 function sdkDocument(nodes: SdkNode[]): Body {
-  const doc = { nodes: {} as Body, canvas_metadata: { nodes: {} as Body, edges: [] as Body[] }, inputs: {} as Body, outputs: {} as Body };
+  const doc = {
+    nodes: {} as Body,
+    canvas_metadata: { nodes: {} as Body, edges: [] as Body[] },
+    inputs: {} as Body,
+    outputs: {} as Body,
+  };
   nodes.forEach((n, i) => {
     doc.nodes[n.id] = n;
     doc.canvas_metadata.nodes[n.id] = { position: { x: i * 300, y: 0 }, width: 250, height: 155 };
@@ -48,8 +60,10 @@ function sdkDocument(nodes: SdkNode[]): Body {
   return doc;
 }
 
-const sdkNew = (key: string, name: string, nodes: SdkNode[]) => sdkRequest(key, "POST", "/pipeline", { json: { ...sdkDocument(nodes), name } });
-const sdkSave = (key: string, id: string, branchId: unknown, nodes: SdkNode[]) => sdkRequest(key, "POST", `/update/pipeline/${id}`, { json: { ...sdkDocument(nodes), branch_id: branchId } });
+const sdkNew = (key: string, name: string, nodes: SdkNode[]) =>
+  sdkRequest(key, "POST", "/pipeline", { json: { ...sdkDocument(nodes), name } });
+const sdkSave = (key: string, id: string, branchId: unknown, nodes: SdkNode[]) =>
+  sdkRequest(key, "POST", `/update/pipeline/${id}`, { json: { ...sdkDocument(nodes), branch_id: branchId } });
 
 function greeter(prefix: string) {
   const question = inputNode("question");
@@ -63,7 +77,25 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     const key = (await seedOrg()).owner.apiKey;
     const g = greeter("Q:");
     // An LLM node as the SDK sends it, every default included; created and fetched, not run here.
-    const llm = node("llm", "llm_0", { provider: "openai", model: "gpt-4o", system: "", prompt: `Say {{ ${g.question.id}.text }}`, temperature: 0.5, max_tokens: 128000, top_p: 0.5, stream: false, json_schema: "", api_key: "", citation_metadata: [""], deployment_id: null }, ["response", "tokens_used"]);
+    const llm = node(
+      "llm",
+      "llm_0",
+      {
+        provider: "openai",
+        model: "gpt-4o",
+        system: "",
+        prompt: `Say {{ ${g.question.id}.text }}`,
+        temperature: 0.5,
+        max_tokens: 128000,
+        top_p: 0.5,
+        stream: false,
+        json_schema: "",
+        api_key: "",
+        citation_metadata: [""],
+        deployment_id: null,
+      },
+      ["response", "tokens_used"],
+    );
     const said = outputNode("said", `{{ ${llm.id}.response }}`);
     const created = await sdkNew(key, "sdk-greeter", [...g.nodes, llm, said]);
     expect(created.status, JSON.stringify(created.body)).toBe(200);
@@ -78,18 +110,29 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     const nodes = object.nodes as Record<string, Body>;
     expect(Object.keys(nodes).sort()).toEqual([g.question.id, g.greet.id, g.answer.id, llm.id, said.id].sort());
     // What `Node.from_json` reads: type, inputs, id, name, execution_mode.
-    expect(nodes[g.greet.id]).toMatchObject({ id: g.greet.id, name: "text_0", type: "text", inputs: g.greet.inputs, execution_mode: "normal" });
+    expect(nodes[g.greet.id]).toMatchObject({
+      id: g.greet.id,
+      name: "text_0",
+      type: "text",
+      inputs: g.greet.inputs,
+      execution_mode: "normal",
+    });
     expect(nodes[llm.id].inputs).toMatchObject({ model: "gpt-4o", provider: "openai", prompt: llm.inputs.prompt });
     // Loom's own graph rides along; the LLM's model is named `<connection>/<model>`.
     const graph = object.graph as { nodes: Body[]; edges: Body[] };
-    expect(graph.nodes.find((n) => n.id === llm.id)?.config).toMatchObject({ model: "openai/gpt-4o", temperature: 0.5 });
+    expect(graph.nodes.find((n) => n.id === llm.id)?.config).toMatchObject({
+      model: "openai/gpt-4o",
+      temperature: 0.5,
+    });
     expect(graph.edges).toContainEqual({ source: g.question.id, target: g.greet.id });
 
     const byName = await sdkRequest(key, "GET", "/pipeline", { query: { name: "sdk-greeter" } });
     expect((byName.body.object as Body)._id).toBe(id);
 
     const ranOnlyGreeter = await sdkNew(key, "sdk-greeter-only", g.nodes);
-    const ran = await sdkRequest(key, "POST", `/pipeline/${String(ranOnlyGreeter.body.id)}/run`, { json: { inputs: { question: "hi" } } });
+    const ran = await sdkRequest(key, "POST", `/pipeline/${String(ranOnlyGreeter.body.id)}/run`, {
+      json: { inputs: { question: "hi" } },
+    });
     expect(ran.status, JSON.stringify(ran.body)).toBe(200);
     expect(ran.body).toMatchObject({ run_id: expect.any(String), outputs: { answer: "Q: hi" } });
   });
@@ -118,11 +161,16 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     expect(saved.body).toMatchObject({ status: "success", id, branch_id: created.body.branch_id, version: 2 });
 
     const fetched = await sdkRequest(key, "GET", "/pipeline", { query: { id } });
-    expect(Object.keys((fetched.body.object as Body).nodes as Body).sort()).toEqual([question.id, v2.id, v2Answer.id].sort());
+    expect(Object.keys((fetched.body.object as Body).nodes as Body).sort()).toEqual(
+      [question.id, v2.id, v2Answer.id].sort(),
+    );
     expect((fetched.body.object as Body).version).toBe(2);
 
     expect((await sdkRequest(key, "POST", `/pipeline/${id}/resume`, { json: { run_ids: [runId] } })).status).toBe(200);
-    expect(await waitForRun(key, id, runId, (s) => s === "completed" || s === "failed")).toMatchObject({ status: "completed", result: { answer: "v1 x" } });
+    expect(await waitForRun(key, id, runId, (s) => s === "completed" || s === "failed")).toMatchObject({
+      status: "completed",
+      result: { answer: "v1 x" },
+    });
 
     const fresh = await sdkRequest(key, "POST", `/pipeline/${id}/run`, { json: { inputs: { question: "y" } } });
     expect(fresh.body).toMatchObject({ outputs: { answer: "v2 y" } });
@@ -138,35 +186,75 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const id = String(created.body.id);
 
-    const ran = await sdkUpload(key, `/pipeline/${id}/run`, [["inputs", JSON.stringify({ label: "mine" })]], [{ field: "doc", filename: "notes.txt", content: "hello file" }]);
+    const ran = await sdkUpload(
+      key,
+      `/pipeline/${id}/run`,
+      [["inputs", JSON.stringify({ label: "mine" })]],
+      [{ field: "doc", filename: "notes.txt", content: "hello file" }],
+    );
     expect(ran.status, JSON.stringify(ran.body)).toBe(200);
     const outputs = ran.body.outputs as Body;
     expect(outputs.tag).toBe("mine");
-    expect(outputs.file_back).toMatchObject({ type: "file", raw_bytes: btoa("hello file"), metadata: { name: "notes.txt" } });
+    expect(outputs.file_back).toMatchObject({
+      type: "file",
+      raw_bytes: btoa("hello file"),
+      metadata: { name: "notes.txt" },
+    });
 
-    const twice = await sdkUpload(key, `/pipeline/${id}/run`, [["inputs", JSON.stringify({ label: "a", doc: "text" })]], [{ field: "doc", filename: "n.txt", content: "x" }]);
-    expect(twice).toEqual({ status: 400, body: { status: "failed", error: "doc: given both as a file part and in inputs" } });
+    const twice = await sdkUpload(
+      key,
+      `/pipeline/${id}/run`,
+      [["inputs", JSON.stringify({ label: "a", doc: "text" })]],
+      [{ field: "doc", filename: "n.txt", content: "x" }],
+    );
+    expect(twice).toEqual({
+      status: 400,
+      body: { status: "failed", error: "doc: given both as a file part and in inputs" },
+    });
     // A part is held to the bound of `inputs` (1 MiB as JSON), which its field's schema cannot see.
-    const big = await sdkUpload(key, `/pipeline/${id}/run`, [["inputs", JSON.stringify({ label: "a" })]], [{ field: "doc", filename: "big.bin", content: new Uint8Array(800 * 1024) }]);
-    expect(big).toEqual({ status: 400, body: { status: "failed", error: "inputs: with the file parts, must serialize to at most 1048576 bytes" } });
+    const big = await sdkUpload(
+      key,
+      `/pipeline/${id}/run`,
+      [["inputs", JSON.stringify({ label: "a" })]],
+      [{ field: "doc", filename: "big.bin", content: new Uint8Array(800 * 1024) }],
+    );
+    expect(big).toEqual({
+      status: 400,
+      body: { status: "failed", error: "inputs: with the file parts, must serialize to at most 1048576 bytes" },
+    });
     // Other unknown top-level fields stay ignored, as before.
-    const extra = await sdkRequest(key, "POST", `/pipeline/${id}/run`, { json: { inputs: { label: "b", doc: "as text" }, unrelated: 1 } });
+    const extra = await sdkRequest(key, "POST", `/pipeline/${id}/run`, {
+      json: { inputs: { label: "b", doc: "as text" }, unrelated: 1 },
+    });
     expect(extra.body).toMatchObject({ outputs: { tag: "b", file_back: "as text" } });
   });
 
   it("refuses a node type Loom cannot run, naming it; old Loom-format bodies still create", async () => {
     const key = (await seedOrg()).owner.apiKey;
     const g = greeter("Q:");
-    const memory = node("chat_memory", "chat_memory_0", { memory_type: "Token Buffer", memory_window: 2048 }, ["memory"]);
+    const memory = node("chat_memory", "chat_memory_0", { memory_type: "Token Buffer", memory_window: 2048 }, [
+      "memory",
+    ]);
     const refused = await sdkNew(key, "sdk-unknown", [...g.nodes, memory]);
     expect(refused.status).toBe(400);
-    expect(refused.body).toEqual({ status: "failed", error: `node ${memory.id}: node type "chat_memory" is not one Loom can run (Loom runs: input, output, text, llm, knowledge_base, transformation, pipeline, condition, merge, approval, wait)` });
+    expect(refused.body).toEqual({
+      status: "failed",
+      error: `node ${memory.id}: node type "chat_memory" is not one Loom can run (Loom runs: input, output, text, llm, knowledge_base, transformation, pipeline, condition, merge, approval, wait)`,
+    });
 
     // References are edges; more than Loom's 1000 edges is refused like a definition with that many.
     const sources = Array.from({ length: 40 }, (_, i) => textNode(`t${i}`, "x"));
-    const sinks = Array.from({ length: 26 }, (_, i) => textNode(`s${i}`, sources.map((t) => `{{ ${t.id}.text }}`).join(" ")));
+    const sinks = Array.from({ length: 26 }, (_, i) =>
+      textNode(`s${i}`, sources.map((t) => `{{ ${t.id}.text }}`).join(" ")),
+    );
     const dense = await sdkNew(key, "sdk-dense", [...sources, ...sinks]);
-    expect(dense).toEqual({ status: 400, body: { status: "failed", error: `node ${sinks[25].id}: the references make more than 1000 edges, the most a pipeline may have` } });
+    expect(dense).toEqual({
+      status: 400,
+      body: {
+        status: "failed",
+        error: `node ${sinks[25].id}: the references make more than 1000 edges, the most a pipeline may have`,
+      },
+    });
 
     const audio = inputNode("voice", "audio");
     const noAudio = await sdkNew(key, "sdk-audio", [audio, outputNode("o", `{{ ${audio.id}.audio }}`)]);
@@ -174,7 +262,14 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     expect(String(noAudio.body.error)).toContain(`node ${audio.id} (input): input_type "audio" is not one Loom runs`);
 
     const loom = await sdkRequest(key, "POST", "/pipeline", {
-      json: { name: "loom-form", nodes: [{ id: "in", type: "input", config: { name: "q" } }, { id: "out", type: "output", config: { name: "a", value: "{{in}}" } }], edges: [{ source: "in", target: "out" }] },
+      json: {
+        name: "loom-form",
+        nodes: [
+          { id: "in", type: "input", config: { name: "q" } },
+          { id: "out", type: "output", config: { name: "a", value: "{{in}}" } },
+        ],
+        edges: [{ source: "in", target: "out" }],
+      },
     });
     expect(loom.status).toBe(200);
     const fetched = await sdkRequest(key, "GET", "/pipeline", { query: { id: String(loom.body.id) } });
@@ -182,7 +277,13 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     // (sdk-fetch-shapes.test.ts), with Loom's list of nodes under graph; the branch and version are added.
     expect(loom.body).toEqual({ status: "success", id: expect.any(String) });
     const object = fetched.body.object as Body;
-    expect(object).toMatchObject({ format: "loom", version: 1, graph: { nodes: [{ id: "in" }, { id: "out" }] }, nodes: { in: { type: "input" }, out: { type: "output" } }, mainBranch: expect.any(String) });
+    expect(object).toMatchObject({
+      format: "loom",
+      version: 1,
+      graph: { nodes: [{ id: "in" }, { id: "out" }] },
+      nodes: { in: { type: "input" }, out: { type: "output" } },
+      mainBranch: expect.any(String),
+    });
     expect(object.branch_id).toBe(object.mainBranch);
   });
 
@@ -192,19 +293,49 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     const inner = await sdkNew(key, "sdk-inner", greeter("inner:").nodes);
     const innerId = String(inner.body.id);
     const question = inputNode("question");
-    const kb = node("knowledge_base", "kb_0", { knowledge_base: { object_id: kbId, object_type: 1 }, query: `{{ ${question.id}.text }}`, max_docs_per_query: 5 }, ["formatted_text", "chunks"]);
-    const sub = node("pipeline", "pipeline_0", { pipeline_id: { object_id: innerId, object_type: 0, branch_id: inner.body.branch_id }, question: `{{ ${kb.id}.formatted_text }}` }, ["answer"]);
+    const kb = node(
+      "knowledge_base",
+      "kb_0",
+      {
+        knowledge_base: { object_id: kbId, object_type: 1 },
+        query: `{{ ${question.id}.text }}`,
+        max_docs_per_query: 5,
+      },
+      ["formatted_text", "chunks"],
+    );
+    const sub = node(
+      "pipeline",
+      "pipeline_0",
+      {
+        pipeline_id: { object_id: innerId, object_type: 0, branch_id: inner.body.branch_id },
+        question: `{{ ${kb.id}.formatted_text }}`,
+      },
+      ["answer"],
+    );
     const answer = outputNode("answer", `{{ ${sub.id}.answer }}`);
     const created = await sdkNew(key, "sdk-refs", [question, kb, sub, answer]);
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const fetched = await sdkRequest(key, "GET", "/pipeline", { query: { id: String(created.body.id) } });
     const graph = (fetched.body.object as Body).graph as { nodes: Body[] };
-    expect(graph.nodes.find((n) => n.id === kb.id)?.config).toEqual({ knowledge_base_id: kbId, query: `{{${question.id}.value}}` });
-    expect(graph.nodes.find((n) => n.id === sub.id)?.config).toEqual({ pipeline_id: innerId, inputs: { question: `{{${kb.id}.text}}` } });
+    expect(graph.nodes.find((n) => n.id === kb.id)?.config).toEqual({
+      knowledge_base_id: kbId,
+      query: `{{${question.id}.value}}`,
+    });
+    expect(graph.nodes.find((n) => n.id === sub.id)?.config).toEqual({
+      pipeline_id: innerId,
+      inputs: { question: `{{${kb.id}.text}}` },
+    });
 
     const stranger = (await seedOrg()).owner.apiKey;
-    const foreign = await sdkNew(stranger, "sdk-foreign", [question, { ...sub, inputs: { pipeline_id: innerId, question: `{{ ${question.id}.text }}`, dependencies: [] } }, answer]);
-    expect(foreign).toEqual({ status: 400, body: { status: "failed", error: `node ${sub.id}: pipeline ${innerId} does not exist or you cannot use it` } });
+    const foreign = await sdkNew(stranger, "sdk-foreign", [
+      question,
+      { ...sub, inputs: { pipeline_id: innerId, question: `{{ ${question.id}.text }}`, dependencies: [] } },
+      answer,
+    ]);
+    expect(foreign).toEqual({
+      status: 400,
+      body: { status: "failed", error: `node ${sub.id}: pipeline ${innerId} does not exist or you cannot use it` },
+    });
   });
 
   it("save is the owner's or an admin's; another organization's pipeline is a 404", async () => {
@@ -214,13 +345,23 @@ describe("the hosted SDK's Pipeline against Loom", () => {
     const id = String(created.body.id);
     const member = await org.addMember("member");
     const byMember = await sdkSave(member.apiKey, id, created.body.branch_id, greeter("M:").nodes);
-    expect(byMember).toEqual({ status: 403, body: { status: "failed", error: "only the pipeline's owner or an admin can change it" } });
+    expect(byMember).toEqual({
+      status: 403,
+      body: { status: "failed", error: "only the pipeline's owner or an admin can change it" },
+    });
     const admin = await org.addMember("admin");
-    expect((await sdkSave(admin.apiKey, id, created.body.branch_id, greeter("A:").nodes)).body).toMatchObject({ version: 2 });
+    expect((await sdkSave(admin.apiKey, id, created.body.branch_id, greeter("A:").nodes)).body).toMatchObject({
+      version: 2,
+    });
 
     const stranger = (await seedOrg()).owner.apiKey;
-    expect(await sdkSave(stranger, id, created.body.branch_id, greeter("S:").nodes)).toEqual({ status: 404, body: { status: "failed", error: "pipeline not found" } });
-    const ran = await sdkRequest(org.owner.apiKey, "POST", `/pipeline/${id}/run`, { json: { inputs: { question: "z" } } });
+    expect(await sdkSave(stranger, id, created.body.branch_id, greeter("S:").nodes)).toEqual({
+      status: 404,
+      body: { status: "failed", error: "pipeline not found" },
+    });
+    const ran = await sdkRequest(org.owner.apiKey, "POST", `/pipeline/${id}/run`, {
+      json: { inputs: { question: "z" } },
+    });
     expect(ran.body).toMatchObject({ outputs: { answer: "A: z" } });
   });
 });

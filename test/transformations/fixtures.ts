@@ -43,21 +43,41 @@ export async function create(member: Member, body: TransformationBody): Promise<
   return payload.id;
 }
 
-export const createDoubleJs = (member: Member) => create(member, { function_name: "double", function: DOUBLE_JS, language: "javascript", input_schema: { x: "number" }, output_schema: { y: "number" } });
-export const createDoublePy = (member: Member) => create(member, { function_name: "double", function: DOUBLE_PY, input_schema: { x: "number" }, output_schema: { y: "number" } });
+export const createDoubleJs = (member: Member) =>
+  create(member, {
+    function_name: "double",
+    function: DOUBLE_JS,
+    language: "javascript",
+    input_schema: { x: "number" },
+    output_schema: { y: "number" },
+  });
+export const createDoublePy = (member: Member) =>
+  create(member, {
+    function_name: "double",
+    function: DOUBLE_PY,
+    input_schema: { x: "number" },
+    output_schema: { y: "number" },
+  });
 
 export function runRaw(member: Member, id: string, inputs: unknown): Promise<Response> {
   return call(`/v1/transformation/${id}/run`, json({ inputs }, bearer(member.apiKey)));
 }
 
-export async function run(member: Member, id: string, inputs: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function run(
+  member: Member,
+  id: string,
+  inputs: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await runRaw(member, id, inputs);
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
-export const get = (member: Member, query: string) => call(`/v1/transformation?${query}`, { headers: bearer(member.apiKey) });
-export const list = (member: Member, query = "") => call(`/v1/transformations${query ? `?${query}` : ""}`, { headers: bearer(member.apiKey) });
-export const remove = (member: Member, id: string) => call(`/v1/transformation/${id}`, { method: "DELETE", headers: bearer(member.apiKey) });
+export const get = (member: Member, query: string) =>
+  call(`/v1/transformation?${query}`, { headers: bearer(member.apiKey) });
+export const list = (member: Member, query = "") =>
+  call(`/v1/transformations${query ? `?${query}` : ""}`, { headers: bearer(member.apiKey) });
+export const remove = (member: Member, id: string) =>
+  call(`/v1/transformation/${id}`, { method: "DELETE", headers: bearer(member.apiKey) });
 
 /** Sends a request through the real Worker with some of its vars or bindings changed (placement, limits). */
 export async function callWith(overrides: Partial<Env>, path: string, init: RequestInit = {}): Promise<Response> {
@@ -71,13 +91,21 @@ export async function callWith(overrides: Partial<Env>, path: string, init: Requ
 export function placedAt(overrides: Partial<Env>) {
   return {
     async create(member: Member, body: TransformationBody): Promise<string> {
-      const response = await callWith(overrides, "/v1/transformation", json({ name: uniqueName(), description: "test", ...body }, bearer(member.apiKey)));
+      const response = await callWith(
+        overrides,
+        "/v1/transformation",
+        json({ name: uniqueName(), description: "test", ...body }, bearer(member.apiKey)),
+      );
       const payload = (await response.json()) as { id: string };
       expect(response.status, JSON.stringify(payload)).toBe(200);
       return payload.id;
     },
     async run(member: Member, id: string, inputs: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-      const response = await callWith(overrides, `/v1/transformation/${id}/run`, json({ inputs }, bearer(member.apiKey)));
+      const response = await callWith(
+        overrides,
+        `/v1/transformation/${id}/run`,
+        json({ inputs }, bearer(member.apiKey)),
+      );
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     },
   };

@@ -10,9 +10,15 @@ describe("transformations: output is charged by the byte and dropped past its ca
   it("Python: 20 MB printed fits the default budget (30 million units), 40 MB does not", async () => {
     const org = await seedOrg();
     const flood = (megabytes: number) =>
-      create(org.owner, { function_name: "f", function: `def f():\n    s = 'x' * 1_000_000\n    for i in range(${megabytes}):\n        print(s)\n    return {'done': True}\n` });
+      create(org.owner, {
+        function_name: "f",
+        function: `def f():\n    s = 'x' * 1_000_000\n    for i in range(${megabytes}):\n        print(s)\n    return {'done': True}\n`,
+      });
     // About one unit per byte written, so the budget, not the time it takes, ends the flood.
-    expect(await run(org.owner, await flood(40), {})).toEqual({ status: 400, body: { status: "failed", error: BUDGET } });
+    expect(await run(org.owner, await flood(40), {})).toEqual({
+      status: 400,
+      body: { status: "failed", error: BUDGET },
+    });
     const fits = await run(org.owner, await flood(20), {});
     expect(fits.status, JSON.stringify(fits.body).slice(0, 300)).toBe(200);
     // Each line is cut at 1,000 characters and the log stops at 16 KiB: 17 lines, then the notice.
@@ -21,7 +27,10 @@ describe("transformations: output is charged by the byte and dropped past its ca
 
   it("Python: eight prints of 8 MB end with the budget error, not after seconds of copying", async () => {
     const org = await seedOrg();
-    const id = await create(org.owner, { function_name: "f", function: "def f():\n    s = 'x' * 8_000_000\n    for i in range(8):\n        print(s)\n    return {}\n" });
+    const id = await create(org.owner, {
+      function_name: "f",
+      function: "def f():\n    s = 'x' * 8_000_000\n    for i in range(8):\n        print(s)\n    return {}\n",
+    });
     expect(await run(org.owner, id, {})).toEqual({ status: 400, body: { status: "failed", error: BUDGET } });
   });
 
@@ -30,9 +39,13 @@ describe("transformations: output is charged by the byte and dropped past its ca
     const id = await create(org.owner, {
       function_name: "f",
       language: "javascript",
-      function: "function f() { const s = 'x'.repeat(8_000_000); for (let i = 0; i < 200; i++) console.log(s); return { done: true }; }",
+      function:
+        "function f() { const s = 'x'.repeat(8_000_000); for (let i = 0; i < 200; i++) console.log(s); return { done: true }; }",
     });
-    expect(await run(org.owner, id, {})).toEqual({ status: 200, body: { status: "success", result: { done: true }, logs: [...Array(17).fill(CUT), DROPPED] } });
+    expect(await run(org.owner, id, {})).toEqual({
+      status: 200,
+      body: { status: "success", result: { done: true }, logs: [...Array(17).fill(CUT), DROPPED] },
+    });
   });
 });
 

@@ -97,11 +97,22 @@ describe("transformations: no run reaches the host or a later run of another org
         plantPy: await sandbox.create(a.owner, { function_name: "plant", function: PLANT_PY }),
         harvestPy: await sandbox.create(a.owner, { function_name: "harvest", function: HARVEST_PY }),
         plantJs: await sandbox.create(a.owner, { function_name: "plant", language: "javascript", function: PLANT_JS }),
-        harvestJs: await sandbox.create(a.owner, { function_name: "harvest", language: "javascript", function: HARVEST_JS }),
+        harvestJs: await sandbox.create(a.owner, {
+          function_name: "harvest",
+          language: "javascript",
+          function: HARVEST_JS,
+        }),
         victimPy: await sandbox.create(b.owner, { function_name: "victim", function: victimPy(key) }),
-        victimJs: await sandbox.create(b.owner, { function_name: "victim", language: "javascript", function: victimJs(key) }),
+        victimJs: await sandbox.create(b.owner, {
+          function_name: "victim",
+          language: "javascript",
+          function: victimJs(key),
+        }),
       };
-      const expectedVictim = { status: 200, body: { status: "success", result: { [key]: secret, echo: doc }, logs: [`inside ${secret}`] } };
+      const expectedVictim = {
+        status: 200,
+        body: { status: "success", result: { [key]: secret, echo: doc }, logs: [`inside ${secret}`] },
+      };
 
       const seen = {
         plantPy: await sandbox.run(a.owner, ids.plantPy, { key }),
@@ -118,7 +129,10 @@ describe("transformations: no run reaches the host or a later run of another org
         victimPy: expectedVictim,
         victimJsAfterPy: expectedVictim,
         harvestPy: { status: 200, body: { status: "success", result: { found: [], planted: null } } },
-        plantJs: { status: 200, body: { status: "success", result: { reached: ["undefined", "undefined", "undefined", "undefined"] } } },
+        plantJs: {
+          status: 200,
+          body: { status: "success", result: { reached: ["undefined", "undefined", "undefined", "undefined"] } },
+        },
         victimJs: expectedVictim,
         victimPyAfterJs: expectedVictim,
         harvestJs: { status: 200, body: { status: "success", result: { found: [], parse: false, log: false } } },
@@ -146,7 +160,10 @@ describe("transformations: Python has no bridge to the host", () => {
       for (const [, overrides] of PLACEMENTS) {
         const sandbox = placedAt(overrides);
         const id = await sandbox.create(org.owner, { function_name: "f", function: source });
-        expect(await sandbox.run(org.owner, id, {})).toEqual({ status: 400, body: { status: "failed", error: `transformation raised an error: ImportError: no module named '${module}'` } });
+        expect(await sandbox.run(org.owner, id, {})).toEqual({
+          status: 400,
+          body: { status: "failed", error: `transformation raised an error: ImportError: no module named '${module}'` },
+        });
       }
     });
   }
@@ -155,7 +172,11 @@ describe("transformations: Python has no bridge to the host", () => {
     const declared = WebAssembly.Module.imports(micropython).filter((i) => i.kind === "function");
     const fakes = Object.fromEntries(declared.map((i) => [i.name, () => 0]));
     const memory = new WebAssembly.Memory({ initial: 1 });
-    const given = micropythonImports(micropython, { env: fakes, wasi_snapshot_preview1: fakes }, { fuel: () => undefined, memory: () => memory, stdout: () => undefined, memoryBytes: 1 << 20 });
+    const given = micropythonImports(
+      micropython,
+      { env: fakes, wasi_snapshot_preview1: fakes },
+      { fuel: () => undefined, memory: () => memory, stdout: () => undefined, memoryBytes: 1 << 20 },
+    );
     const refused: string[] = [];
     for (const { module, name } of declared) {
       try {
@@ -172,7 +193,15 @@ describe("transformations: Python has no bridge to the host", () => {
     const python = await loadMicroPython({
       instantiateWasm(imports, done) {
         let memory: WebAssembly.Memory | undefined;
-        const instance = new WebAssembly.Instance(micropython, micropythonImports(micropython, imports, { fuel: () => undefined, memory: () => memory as WebAssembly.Memory, stdout: () => undefined, memoryBytes: 1 << 24 }));
+        const instance = new WebAssembly.Instance(
+          micropython,
+          micropythonImports(micropython, imports, {
+            fuel: () => undefined,
+            memory: () => memory as WebAssembly.Memory,
+            stdout: () => undefined,
+            memoryBytes: 1 << 24,
+          }),
+        );
         memory = instance.exports.memory as WebAssembly.Memory;
         done(instance, micropython);
         return instance.exports;
@@ -217,15 +246,25 @@ const JS_FFI = [
 
 describe("transformations: one Dynamic Worker per organization", () => {
   const task = (source: string) =>
-    ({ kind: "run", language: "javascript", source, functionName: "f", inputsJson: "{}", limits: sandboxLimits(env) }) as const;
+    ({
+      kind: "run",
+      language: "javascript",
+      source,
+      functionName: "f",
+      inputsJson: "{}",
+      limits: sandboxLimits(env),
+    }) as const;
 
   it("never sends two organizations' runs to the same isolate, and keeps each organization's own", async () => {
     const asked: string[] = [];
     const loader = env.LOADER as WorkerLoader;
-    const recording: WorkerLoader = { get: (name, code) => {
+    const recording: WorkerLoader = {
+      get: (name, code) => {
         asked.push(String(name));
         return loader.get(name, code);
-      }, load: (code) => loader.load(code) };
+      },
+      load: (code) => loader.load(code),
+    };
     const placed = { ...env, LOADER: recording };
     const ok = { ok: true, outputJson: '{"y":1}' };
     expect(await runSandboxed(placed, task("function f() { return { y: 1 }; }"), "org-a")).toMatchObject(ok);

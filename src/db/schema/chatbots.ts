@@ -43,7 +43,9 @@ export const chatbotConversations = sqliteTable(
     orgId: text("org_id").notNull(),
     ownerId: text("owner_id"),
     visitorId: text("visitor_id"),
-    channel: text("channel", { enum: ["api", "visitor", "telephony", "chatworkspace"] }).notNull().default("api"),
+    channel: text("channel", { enum: ["api", "visitor", "telephony", "chatworkspace"] })
+      .notNull()
+      .default("api"),
     channelKey: text("channel_key"),
     name: text("name").notNull(),
     messageCount: integer("message_count").notNull().default(0),

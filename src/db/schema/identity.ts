@@ -10,7 +10,9 @@ export const users = sqliteTable(
   "users",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id),
     email: text("email").notNull().unique(),
     username: text("username").unique(),
     name: text("name").notNull().default(""),
@@ -27,7 +29,9 @@ export const apiKeys = sqliteTable(
   "api_keys",
   {
     id: text("id").primaryKey(),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     orgId: text("org_id").notNull(),
     name: text("name").notNull(),
     keyHash: text("key_hash").notNull(),
@@ -43,7 +47,9 @@ export const connections = sqliteTable(
   "connections",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id").notNull().references(() => organizations.id),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => organizations.id),
     name: text("name").notNull(),
     kind: text("kind").notNull(),
     baseUrl: text("base_url"),

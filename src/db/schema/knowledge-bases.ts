@@ -18,7 +18,10 @@ export const knowledgeBases = sqliteTable(
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
-  (t) => [uniqueIndex("knowledge_bases_owner_name").on(t.orgId, t.ownerId, t.name), index("knowledge_bases_org").on(t.orgId)],
+  (t) => [
+    uniqueIndex("knowledge_bases_owner_name").on(t.orgId, t.ownerId, t.name),
+    index("knowledge_bases_org").on(t.orgId),
+  ],
 );
 
 export const kbDocuments = sqliteTable(

@@ -31,7 +31,9 @@ export const AuditEntry = z
 
 export const UsersResult = successWith("users", z.array(UserRecord)).openapi("UsersResult");
 export const UserResult = successWith("user", UserRecord).openapi("UserResult");
-export const OwnerChangeResult = z.object({ status: z.literal("success"), previous_owner: z.string(), owner: z.string() }).openapi("OwnerChangeResult");
+export const OwnerChangeResult = z
+  .object({ status: z.literal("success"), previous_owner: z.string(), owner: z.string() })
+  .openapi("OwnerChangeResult");
 export const AuditResult = successWith("entries", z.array(AuditEntry)).openapi("AuditResult");
 
 /** A connection as responses show it: the secret is write-only, only its last four characters show. */
@@ -43,7 +45,9 @@ export const ConnectionRecord = z
     baseUrl: z.string().nullable(),
     hasSecret: z.boolean(),
     secretLastFour: z.string().nullable(),
-    models: z.object({ chat: z.string(), embedding: z.string(), rerank: z.string(), transcription: z.string() }).partial(),
+    models: z
+      .object({ chat: z.string(), embedding: z.string(), rerank: z.string(), transcription: z.string() })
+      .partial(),
     settings: z.record(z.string(), z.unknown()),
     orgId: z.string(),
     createdAt: z.string(),
@@ -56,10 +60,24 @@ export const ConnectionResult = successWith("connection", ConnectionRecord).open
 
 /** /auth: tokens, the signed-in user, API keys. */
 export const CurrentUser = UserRecord.extend({ organization: z.string().nullable() }).openapi("CurrentUser");
-export const SignupResult = z.object({ access_token: z.string(), token_type: z.literal("bearer"), user: CurrentUser }).openapi("SignupResult");
-export const AccessToken = z.object({ access_token: z.string(), token_type: z.literal("bearer") }).openapi("AccessToken");
-export const ApiKeyCreated = z.object({ id: z.string(), name: z.string(), key: z.string().openapi({ description: "Shown only in this response" }) }).openapi("ApiKeyCreated");
+export const SignupResult = z
+  .object({ access_token: z.string(), token_type: z.literal("bearer"), user: CurrentUser })
+  .openapi("SignupResult");
+export const AccessToken = z
+  .object({ access_token: z.string(), token_type: z.literal("bearer") })
+  .openapi("AccessToken");
+export const ApiKeyCreated = z
+  .object({ id: z.string(), name: z.string(), key: z.string().openapi({ description: "Shown only in this response" }) })
+  .openapi("ApiKeyCreated");
 export const ApiKeyRecord = z
-  .object({ id: z.string(), name: z.string(), last_four: z.string(), createdAt: z.string(), lastUsedAt: z.string().nullable(), revoked: z.boolean(), revokedAt: z.string().nullable() })
+  .object({
+    id: z.string(),
+    name: z.string(),
+    last_four: z.string(),
+    createdAt: z.string(),
+    lastUsedAt: z.string().nullable(),
+    revoked: z.boolean(),
+    revokedAt: z.string().nullable(),
+  })
   .openapi("ApiKeyRecord");
 export const ApiKeysResult = z.object({ api_keys: z.array(ApiKeyRecord) }).openapi("ApiKeysResult");

@@ -19,12 +19,20 @@ export async function listUsers(env: Env, auth: AuthContext) {
 
 /** A user of the caller's organization; any other id is a 404. */
 async function memberOf(env: Env, auth: AuthContext, userId: string): Promise<UserRow> {
-  const rows = await database(env).select().from(users).where(and(eq(users.id, userId), eq(users.orgId, auth.orgId))).limit(1);
+  const rows = await database(env)
+    .select()
+    .from(users)
+    .where(and(eq(users.id, userId), eq(users.orgId, auth.orgId)))
+    .limit(1);
   if (!rows[0]) throw notFound("user");
   return rows[0];
 }
 
-export async function addUser(env: Env, auth: AuthContext, input: { email: string; password: string; username?: string; name?: string; role: "admin" | "member" | "viewer" }) {
+export async function addUser(
+  env: Env,
+  auth: AuthContext,
+  input: { email: string; password: string; username?: string; name?: string; role: "admin" | "member" | "viewer" },
+) {
   await assertPasswordNotCommon(input.password);
   const now = new Date().toISOString();
   const row: UserRow = {
@@ -41,7 +49,16 @@ export async function addUser(env: Env, auth: AuthContext, input: { email: strin
   };
   const db = database(env);
   await writeUnique(
-    () => db.batch([db.insert(users).values(row), auditInsert(env, auth, { action: "user.add", targetType: "user", targetId: row.id, details: { email: row.email, role: row.role } })]),
+    () =>
+      db.batch([
+        db.insert(users).values(row),
+        auditInsert(env, auth, {
+          action: "user.add",
+          targetType: "user",
+          targetId: row.id,
+          details: { email: row.email, role: row.role },
+        }),
+      ]),
     "a user with that email or username already exists",
   );
   return userRecord(row);
@@ -49,21 +66,33 @@ export async function addUser(env: Env, auth: AuthContext, input: { email: strin
 
 export async function deleteUser(env: Env, auth: AuthContext, userId: string): Promise<void> {
   const target = await memberOf(env, auth, userId);
-  if (target.role === "owner") throw forbidden("the owner cannot be removed; transfer ownership with /admin/owner/change first");
+  if (target.role === "owner")
+    throw forbidden("the owner cannot be removed; transfer ownership with /admin/owner/change first");
   const db = database(env);
   // Keys go with the user, so its credentials stop working at once.
   await db.batch([
     db.delete(apiKeys).where(eq(apiKeys.userId, target.id)),
     db.delete(users).where(eq(users.id, target.id)),
-    auditInsert(env, auth, { action: "user.delete", targetType: "user", targetId: target.id, details: { email: target.email } }),
+    auditInsert(env, auth, {
+      action: "user.delete",
+      targetType: "user",
+      targetId: target.id,
+      details: { email: target.email },
+    }),
   ]);
 }
 
-export async function changeUser(env: Env, auth: AuthContext, input: { user_id: string; role?: string; name?: string; suspended?: boolean }) {
+export async function changeUser(
+  env: Env,
+  auth: AuthContext,
+  input: { user_id: string; role?: string; name?: string; suspended?: boolean },
+) {
   const target = await memberOf(env, auth, input.user_id);
   if (input.role !== undefined) {
-    if (!isRole(input.role)) throw invalidInput(["body", "role"], `must be one of admin, member, viewer (got '${input.role}')`);
-    if (input.role === "owner") throw invalidInput(["body", "role"], "the owner role moves only through /admin/owner/change");
+    if (!isRole(input.role))
+      throw invalidInput(["body", "role"], `must be one of admin, member, viewer (got '${input.role}')`);
+    if (input.role === "owner")
+      throw invalidInput(["body", "role"], "the owner role moves only through /admin/owner/change");
   }
   if (target.role === "owner" && (input.role !== undefined || input.suspended)) {
     throw forbidden("the owner cannot be demoted or suspended; transfer ownership with /admin/owner/change first");
@@ -80,7 +109,10 @@ export async function changeUser(env: Env, auth: AuthContext, input: { user_id: 
       action: "user.change",
       targetType: "user",
       targetId: target.id,
-      details: { from: { role: target.role, suspended: target.suspended }, to: { role: changes.role, name: changes.name, suspended: changes.suspended } },
+      details: {
+        from: { role: target.role, suspended: target.suspended },
+        to: { role: changes.role, name: changes.name, suspended: changes.suspended },
+      },
     }),
   ]);
   return userRecord({ ...target, ...changes });
@@ -97,7 +129,12 @@ export async function changeOwner(env: Env, auth: AuthContext, newOwnerId: strin
   await db.batch([
     db.update(users).set({ role: "admin", updatedAt: now }).where(eq(users.id, auth.userId)),
     db.update(users).set({ role: "owner", updatedAt: now }).where(eq(users.id, target.id)),
-    auditInsert(env, auth, { action: "owner.change", targetType: "user", targetId: target.id, details: { previousOwner: auth.userId } }),
+    auditInsert(env, auth, {
+      action: "owner.change",
+      targetType: "user",
+      targetId: target.id,
+      details: { previousOwner: auth.userId },
+    }),
   ]);
   return { previous_owner: auth.userId, owner: target.id };
 }

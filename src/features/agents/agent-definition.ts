@@ -79,14 +79,23 @@ export const DEFAULT_LIMITS: AgentLimits = { maxSteps: 10, tokenBudget: 200_000,
 
 const Io = z.record(
   z.string().max(100),
-  z.object({ name: zString(1, 100).optional(), io_type: zString(1, 40).optional(), type: zString(1, 40).optional(), description: zString(0, 1000).optional() }),
+  z.object({
+    name: zString(1, 100).optional(),
+    io_type: zString(1, 40).optional(),
+    type: zString(1, 40).optional(),
+    description: zString(0, 1000).optional(),
+  }),
 );
 
 const LlmClientKey = z
   .object({
-    provider: zString(1, 120).openapi({ description: "A connection of the organization (its name or kind), or `loom` for the offline built-in." }),
+    provider: zString(1, 120).openapi({
+      description: "A connection of the organization (its name or kind), or `loom` for the offline built-in.",
+    }),
     model_id: zString(1, 200),
-    api_key: z.string().max(1000).optional().openapi({ description: "Refused: keys are kept in connections (POST /admin/connections/create), never in an agent." }),
+    api_key: z.string().max(1000).optional().openapi({
+      description: "Refused: keys are kept in connections (POST /admin/connections/create), never in an agent.",
+    }),
   })
   .catchall(z.unknown());
 
@@ -98,7 +107,9 @@ const ToolBody = z.object({
   value: z
     .object({
       node_type: zString(1, 60),
-      inputs: zFreeObject(16 * 1024).optional().default({}),
+      inputs: zFreeObject(16 * 1024)
+        .optional()
+        .default({}),
       task_name: zString(0, 120).optional(),
       requires_approval: zBool().optional(),
       id: zString(1, 120).optional(),
@@ -111,7 +122,10 @@ export const AgentWriteBody = z
     name: zString(1, 120),
     description: zString(0, 2000).optional().default(""),
     llm_client_key: LlmClientKey.optional(),
-    tools: z.union([z.record(z.string().max(120), ToolBody), z.array(ToolBody)]).optional().default({}),
+    tools: z
+      .union([z.record(z.string().max(120), ToolBody), z.array(ToolBody)])
+      .optional()
+      .default({}),
     instructions: zString(0, 20_000).optional().default(""),
     inputs: Io.optional().default({}),
     outputs: Io.optional().default({}),
@@ -151,7 +165,11 @@ function targetOf(kind: ToolKind, value: z.output<typeof ToolBody>["value"]): st
 }
 
 function callNameOf(name: string, taken: Set<string>): string {
-  const base = name.replace(/[^A-Za-z0-9_-]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 56) || "tool";
+  const base =
+    name
+      .replace(/[^A-Za-z0-9_-]+/g, "_")
+      .replace(/^_+|_+$/g, "")
+      .slice(0, 56) || "tool";
   let candidate = base;
   for (let i = 2; taken.has(candidate); i++) candidate = `${base}_${i}`;
   taken.add(candidate);
@@ -161,16 +179,26 @@ function callNameOf(name: string, taken: Set<string>): string {
 /** Reads the SDK's body into a definition; a key in `llm_client_key` is refused, never stored. */
 export function readDefinition(body: AgentWriteInput, previous?: AgentDefinition): AgentDefinition {
   if (body.llm_client_key?.api_key) {
-    throw badRequest("llm_client_key.api_key: Loom never stores model keys in an agent; add a connection holding the key (POST /admin/connections/create) and name it as llm_client_key.provider");
+    throw badRequest(
+      "llm_client_key.api_key: Loom never stores model keys in an agent; add a connection holding the key (POST /admin/connections/create) and name it as llm_client_key.provider",
+    );
   }
-  const toolList = Array.isArray(body.tools) ? body.tools.map((t) => [t.id ?? t.name, t] as const) : Object.entries(body.tools);
+  const toolList = Array.isArray(body.tools)
+    ? body.tools.map((t) => [t.id ?? t.name, t] as const)
+    : Object.entries(body.tools);
   if (toolList.length > 32) throw badRequest("tools: at most 32 tools");
   const taken = new Set<string>();
   const tools = toolList.map(([key, tool]): AgentTool => {
     const kind = KIND_ALIASES[tool.value.node_type];
-    if (!kind) throw badRequest(`tools.${key}.value.node_type: '${tool.value.node_type.slice(0, 60)}' is not one of ${TOOL_KINDS.join(", ")}`);
+    if (!kind)
+      throw badRequest(
+        `tools.${key}.value.node_type: '${tool.value.node_type.slice(0, 60)}' is not one of ${TOOL_KINDS.join(", ")}`,
+      );
     const target = targetOf(kind, tool.value);
-    if (kind !== "ask_user" && !target) throw badRequest(`tools.${key}: name the ${kind.replace("_", " ")} in value.inputs.${TARGET_INPUTS[kind][0]}.value`);
+    if (kind !== "ask_user" && !target)
+      throw badRequest(
+        `tools.${key}: name the ${kind.replace("_", " ")} in value.inputs.${TARGET_INPUTS[kind][0]}.value`,
+      );
     return {
       id: tool.id || key,
       name: tool.name,
@@ -186,7 +214,9 @@ export function readDefinition(body: AgentWriteInput, previous?: AgentDefinition
   const limits = previous?.limits ?? DEFAULT_LIMITS;
   return {
     instructions: body.instructions,
-    llm: body.llm_client_key ? { provider: body.llm_client_key.provider, model_id: body.llm_client_key.model_id } : (previous?.llm ?? { provider: "loom", model_id: "extractive" }),
+    llm: body.llm_client_key
+      ? { provider: body.llm_client_key.provider, model_id: body.llm_client_key.model_id }
+      : (previous?.llm ?? { provider: "loom", model_id: "extractive" }),
     tools,
     inputs: readIo(body.inputs, "inputs"),
     outputs: readIo(body.outputs, "outputs"),
@@ -200,7 +230,15 @@ export function readDefinition(body: AgentWriteInput, previous?: AgentDefinition
 }
 
 export function parseStoredDefinition(json: string | null): AgentDefinition {
-  if (!json) return { instructions: "", llm: { provider: "loom", model_id: "extractive" }, tools: [], inputs: {}, outputs: {}, limits: DEFAULT_LIMITS };
+  if (!json)
+    return {
+      instructions: "",
+      llm: { provider: "loom", model_id: "extractive" },
+      tools: [],
+      inputs: {},
+      outputs: {},
+      limits: DEFAULT_LIMITS,
+    };
   return JSON.parse(json) as AgentDefinition;
 }
 
@@ -227,6 +265,8 @@ export function definitionForSdk(definition: AgentDefinition) {
 
 /** The output an answer fills: the first string output, else `output`. */
 export function answerOutputName(definition: AgentDefinition): string {
-  const first = Object.values(definition.outputs).find((o) => ["string", "text"].includes(o.io_type.toLowerCase())) ?? Object.values(definition.outputs)[0];
+  const first =
+    Object.values(definition.outputs).find((o) => ["string", "text"].includes(o.io_type.toLowerCase())) ??
+    Object.values(definition.outputs)[0];
   return first?.name ?? "output";
 }

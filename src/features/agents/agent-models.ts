@@ -7,7 +7,8 @@ import type { ChatModel, ChatRequest, ChatResult, ChatStreamEvent, ToolCall } fr
 import type { AgentDefinition } from "./agent-definition";
 
 /** Marks the offline answer, so nobody takes quoted sentences for a generated reply. */
-export const EXTRACTIVE_LABEL = "(extractive answer by loom/extractive: sentences quoted from the agent's knowledge bases)";
+export const EXTRACTIVE_LABEL =
+  "(extractive answer by loom/extractive: sentences quoted from the agent's knowledge bases)";
 
 /**
  * The offline built-in as an agent: its first turn searches every knowledge-base tool with the
@@ -25,11 +26,19 @@ export class ExtractiveAgentModel implements ChatModel {
     const after = request.messages.slice(lastUser + 1);
     const searched = after.some((m) => m.role === "tool");
     if (!searched && this.knowledgeBaseTools.length > 0) {
-      const toolCalls: ToolCall[] = this.knowledgeBaseTools.map((name, i) => ({ id: `extractive_${lastUser}_${i}`, name, arguments: { query: question.slice(0, 2000) } }));
+      const toolCalls: ToolCall[] = this.knowledgeBaseTools.map((name, i) => ({
+        id: `extractive_${lastUser}_${i}`,
+        name,
+        arguments: { query: question.slice(0, 2000) },
+      }));
       return { text: "", toolCalls, usage: { input_tokens: 0, output_tokens: 0 }, model: this.model };
     }
-    const passages = after.filter((m) => m.role === "tool").flatMap((m) => m.content.split(/\n\n(?=\[\d+\] )/)).map((p) => p.replace(/^\[\d+\] /, ""));
-    const text = passages.length === 0 ? NO_SOURCES : `${extractAnswer(question, passages).text}\n\n${EXTRACTIVE_LABEL}`;
+    const passages = after
+      .filter((m) => m.role === "tool")
+      .flatMap((m) => m.content.split(/\n\n(?=\[\d+\] )/))
+      .map((p) => p.replace(/^\[\d+\] /, ""));
+    const text =
+      passages.length === 0 ? NO_SOURCES : `${extractAnswer(question, passages).text}\n\n${EXTRACTIVE_LABEL}`;
     return { text, toolCalls: [], usage: { input_tokens: 0, output_tokens: 0 }, model: this.model };
   }
 
@@ -47,7 +56,12 @@ const KINDS: ConnectionKind[] = ["openai", "anthropic", "workers_ai"];
  * The agent's model: `llm_client_key.provider` names a connection of the owner's organization
  * (by name, else the first of that kind), `model_id` its model; `loom`/`extractive` is offline.
  */
-export async function agentChatModel(env: Env, auth: AuthContext, definition: AgentDefinition, deps: ProviderDeps): Promise<ChatModel> {
+export async function agentChatModel(
+  env: Env,
+  auth: AuthContext,
+  definition: AgentDefinition,
+  deps: ProviderDeps,
+): Promise<ChatModel> {
   const { provider, model_id: modelId } = definition.llm;
   if (provider === "loom" && modelId === "extractive") {
     return new ExtractiveAgentModel(definition.tools.filter((t) => t.kind === "knowledge_base").map((t) => t.callName));

@@ -43,7 +43,9 @@ export interface PendingCall {
   waiting: "approval" | "question";
 }
 
-export type Decision = { callId: string; kind: "approved" | "refused" } | { callId: string; kind: "answered"; answer: string };
+export type Decision =
+  | { callId: string; kind: "approved" | "refused" }
+  | { callId: string; kind: "answered"; answer: string };
 
 export interface AgentRunRecord {
   init: AgentRunInit;
@@ -68,12 +70,18 @@ export class AgentRunStore {
       input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, steps INTEGER NOT NULL DEFAULT 0, tool_errors INTEGER NOT NULL DEFAULT 0,
       active_ms INTEGER NOT NULL DEFAULT 0, resumed_at INTEGER NOT NULL, version INTEGER NOT NULL DEFAULT 0, index_pending INTEGER NOT NULL DEFAULT 0)`);
     sql.exec("CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT NOT NULL)");
-    sql.exec("CREATE TABLE IF NOT EXISTS results (call_id TEXT PRIMARY KEY, content TEXT NOT NULL, is_error INTEGER NOT NULL)");
+    sql.exec(
+      "CREATE TABLE IF NOT EXISTS results (call_id TEXT PRIMARY KEY, content TEXT NOT NULL, is_error INTEGER NOT NULL)",
+    );
     sql.exec("CREATE TABLE IF NOT EXISTS decisions (call_id TEXT PRIMARY KEY, kind TEXT NOT NULL, answer TEXT)");
   }
 
   create(init: AgentRunInit, now: number): void {
-    this.sql.exec("INSERT INTO run (id, init, status, resumed_at) VALUES (1, ?, 'running', ?)", JSON.stringify(init), now);
+    this.sql.exec(
+      "INSERT INTO run (id, init, status, resumed_at) VALUES (1, ?, 'running', ?)",
+      JSON.stringify(init),
+      now,
+    );
   }
 
   run(): AgentRunRecord | null {
@@ -96,7 +104,10 @@ export class AgentRunStore {
   }
 
   messages(): ChatMessage[] {
-    return this.sql.exec("SELECT json FROM messages ORDER BY seq").toArray().map((r) => JSON.parse(String(r.json)) as ChatMessage);
+    return this.sql
+      .exec("SELECT json FROM messages ORDER BY seq")
+      .toArray()
+      .map((r) => JSON.parse(String(r.json)) as ChatMessage);
   }
 
   append(...messages: ChatMessage[]): void {
@@ -106,13 +117,22 @@ export class AgentRunStore {
 
   /** A model turn: its message and what it cost, in one write. */
   recordTurn(message: ChatMessage, usage: { input_tokens: number; output_tokens: number }): void {
-    this.sql.exec("UPDATE run SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE id = 1", usage.input_tokens, usage.output_tokens);
+    this.sql.exec(
+      "UPDATE run SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE id = 1",
+      usage.input_tokens,
+      usage.output_tokens,
+    );
     this.append(message);
   }
 
   results(): Map<string, ToolResult> {
     const out = new Map<string, ToolResult>();
-    for (const r of this.sql.exec("SELECT * FROM results").toArray()) out.set(String(r.call_id), { callId: String(r.call_id), content: String(r.content), isError: Number(r.is_error) === 1 });
+    for (const r of this.sql.exec("SELECT * FROM results").toArray())
+      out.set(String(r.call_id), {
+        callId: String(r.call_id),
+        content: String(r.content),
+        isError: Number(r.is_error) === 1,
+      });
     return out;
   }
 
@@ -120,7 +140,12 @@ export class AgentRunStore {
   saveResult(result: ToolResult): boolean {
     const before = this.sql.exec("SELECT call_id FROM results WHERE call_id = ?", result.callId).toArray().length;
     if (before) return false;
-    this.sql.exec("INSERT INTO results (call_id, content, is_error) VALUES (?, ?, ?)", result.callId, result.content, result.isError ? 1 : 0);
+    this.sql.exec(
+      "INSERT INTO results (call_id, content, is_error) VALUES (?, ?, ?)",
+      result.callId,
+      result.content,
+      result.isError ? 1 : 0,
+    );
     if (result.isError) this.sql.exec("UPDATE run SET tool_errors = tool_errors + 1 WHERE id = 1");
     this.bump();
     return true;
@@ -130,26 +155,43 @@ export class AgentRunStore {
     const out = new Map<string, Decision>();
     for (const r of this.sql.exec("SELECT * FROM decisions").toArray()) {
       const kind = String(r.kind) as Decision["kind"];
-      out.set(String(r.call_id), kind === "answered" ? { callId: String(r.call_id), kind, answer: String(r.answer ?? "") } : { callId: String(r.call_id), kind });
+      out.set(
+        String(r.call_id),
+        kind === "answered"
+          ? { callId: String(r.call_id), kind, answer: String(r.answer ?? "") }
+          : { callId: String(r.call_id), kind },
+      );
     }
     return out;
   }
 
   decide(decision: Decision): void {
-    this.sql.exec("INSERT OR REPLACE INTO decisions (call_id, kind, answer) VALUES (?, ?, ?)", decision.callId, decision.kind, decision.kind === "answered" ? decision.answer : null);
+    this.sql.exec(
+      "INSERT OR REPLACE INTO decisions (call_id, kind, answer) VALUES (?, ?, ?)",
+      decision.callId,
+      decision.kind,
+      decision.kind === "answered" ? decision.answer : null,
+    );
   }
 
   setStatus(status: AgentRunStatus, now: number): void {
     const run = this.run();
     if (!run) return;
     // Wall time counts running stretches only: pausing banks the stretch, resuming starts a new one.
-    if (run.status === "running" && status !== "running") this.sql.exec("UPDATE run SET active_ms = active_ms + ? WHERE id = 1", Math.max(0, now - run.resumedAt));
-    if (status === "running" && run.status !== "running") this.sql.exec("UPDATE run SET resumed_at = ? WHERE id = 1", now);
+    if (run.status === "running" && status !== "running")
+      this.sql.exec("UPDATE run SET active_ms = active_ms + ? WHERE id = 1", Math.max(0, now - run.resumedAt));
+    if (status === "running" && run.status !== "running")
+      this.sql.exec("UPDATE run SET resumed_at = ? WHERE id = 1", now);
     this.sql.exec("UPDATE run SET status = ? WHERE id = 1", status);
     this.bump();
   }
 
-  finish(status: "completed" | "failed" | "terminated", error: string | null, output: string | null, now: number): void {
+  finish(
+    status: "completed" | "failed" | "terminated",
+    error: string | null,
+    output: string | null,
+    now: number,
+  ): void {
     this.setStatus(status, now);
     this.sql.exec("UPDATE run SET error = ?, output = ? WHERE id = 1", error, output);
     this.bump();
@@ -171,14 +213,21 @@ export function openCalls(messages: ChatMessage[]): ToolCall[] {
 }
 
 /** Calls of the open turn that wait for a person: unanswered questions, unapproved tools. */
-export function pendingCalls(run: AgentRunRecord, messages: ChatMessage[], results: Map<string, ToolResult>, decisions: Map<string, Decision>): PendingCall[] {
+export function pendingCalls(
+  run: AgentRunRecord,
+  messages: ChatMessage[],
+  results: Map<string, ToolResult>,
+  decisions: Map<string, Decision>,
+): PendingCall[] {
   const byName = new Map(run.init.definition.tools.map((t) => [t.callName, t]));
   const out: PendingCall[] = [];
   for (const call of openCalls(messages)) {
     const tool = byName.get(call.name);
     if (!tool || results.has(call.id) || decisions.has(call.id)) continue;
-    if (tool.kind === "ask_user") out.push({ id: call.id, name: call.name, arguments: call.arguments, waiting: "question" });
-    else if (tool.requiresApproval) out.push({ id: call.id, name: call.name, arguments: call.arguments, waiting: "approval" });
+    if (tool.kind === "ask_user")
+      out.push({ id: call.id, name: call.name, arguments: call.arguments, waiting: "question" });
+    else if (tool.requiresApproval)
+      out.push({ id: call.id, name: call.name, arguments: call.arguments, waiting: "approval" });
   }
   return out;
 }

@@ -27,6 +27,9 @@ export function runStub(env: Env, runId: string): AgentRunApi {
 }
 
 export async function terminateActiveAgentRuns(env: Env, agentId: string): Promise<void> {
-  const active = await database(env).select({ id: agentRuns.id }).from(agentRuns).where(and(eq(agentRuns.agentId, agentId), inArray(agentRuns.status, ["running", "paused"])));
+  const active = await database(env)
+    .select({ id: agentRuns.id })
+    .from(agentRuns)
+    .where(and(eq(agentRuns.agentId, agentId), inArray(agentRuns.status, ["running", "paused"])));
   await Promise.all(active.map((run) => runStub(env, run.id).terminate()));
 }

@@ -28,7 +28,12 @@ export type AgentRunEvent =
   | { type: "final"; run_id: string; outputs: Record<string, string> }
   | { type: "error"; run_id: string; state: string; error: string };
 
-export function runView(run: AgentRunRecord, messages: ChatMessage[], results: Map<string, ToolResult>, pending: PendingCall[]): AgentRunView {
+export function runView(
+  run: AgentRunRecord,
+  messages: ChatMessage[],
+  results: Map<string, ToolResult>,
+  pending: PendingCall[],
+): AgentRunView {
   const names = new Map<string, string>();
   const steps: AgentStep[] = [];
   const listed = new Set<string>();
@@ -40,12 +45,25 @@ export function runView(run: AgentRunRecord, messages: ChatMessage[], results: M
     } else if (message.role === "tool" && message.toolCallId) {
       const result = results.get(message.toolCallId);
       listed.add(message.toolCallId);
-      steps.push({ type: "tool_result", call_id: message.toolCallId, name: names.get(message.toolCallId) ?? "", content: message.content, is_error: result?.isError ?? false });
+      steps.push({
+        type: "tool_result",
+        call_id: message.toolCallId,
+        name: names.get(message.toolCallId) ?? "",
+        content: message.content,
+        is_error: result?.isError ?? false,
+      });
     }
   }
   // Results of the open turn saved before the turn closed (a paused or failed run) are steps too.
   for (const [id, result] of results) {
-    if (!listed.has(id) && names.has(id)) steps.push({ type: "tool_result", call_id: id, name: names.get(id) ?? "", content: result.content, is_error: result.isError });
+    if (!listed.has(id) && names.has(id))
+      steps.push({
+        type: "tool_result",
+        call_id: id,
+        name: names.get(id) ?? "",
+        content: result.content,
+        is_error: result.isError,
+      });
   }
   return {
     run_id: run.init.runId,
@@ -76,7 +94,8 @@ export function userPrompt(init: AgentRunInit): string {
 
 function stringify(value: unknown): string {
   if (typeof value === "string") return value;
-  if (value && typeof value === "object" && "raw_bytes" in value) return `(file ${String((value as { metadata?: { name?: string } }).metadata?.name ?? "")})`;
+  if (value && typeof value === "object" && "raw_bytes" in value)
+    return `(file ${String((value as { metadata?: { name?: string } }).metadata?.name ?? "")})`;
   return JSON.stringify(value);
 }
 
@@ -84,7 +103,9 @@ function stringify(value: unknown): string {
  * The run's events as server-sent events (`event: <type>` and a JSON `data` line), ending when
  * the run settles: `subscribe` receives a listener and answers how to remove it.
  */
-export function runEventsStream(subscribe: (listener: (event: AgentRunEvent | null) => void) => () => void): ReadableStream<Uint8Array> {
+export function runEventsStream(
+  subscribe: (listener: (event: AgentRunEvent | null) => void) => () => void,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let unsubscribe: (() => void) | null = null;
   return new ReadableStream<Uint8Array>({

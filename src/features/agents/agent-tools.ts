@@ -36,10 +36,18 @@ export interface ToolContext {
   signal: AbortSignal;
 }
 
-const stringArg = (name: string, description: string): Schema => ({ type: "object", properties: { [name]: { type: "string", description } }, required: [name], additionalProperties: false });
+const stringArg = (name: string, description: string): Schema => ({
+  type: "object",
+  properties: { [name]: { type: "string", description } },
+  required: [name],
+  additionalProperties: false,
+});
 
 function requireString(name: string): (args: Record<string, unknown>) => string | null {
-  return (args) => (typeof args[name] === "string" && (args[name] as string).trim() !== "" ? null : `argument '${name}' must be a non-empty string`);
+  return (args) =>
+    typeof args[name] === "string" && (args[name] as string).trim() !== ""
+      ? null
+      : `argument '${name}' must be a non-empty string`;
 }
 
 function unusable(kind: string, id: string): NodeFailure {
@@ -82,23 +90,66 @@ export async function presentTools(env: Env, auth: AuthContext, tools: AgentTool
       const describe = (fallback: string) => tool.description || fallback;
       switch (tool.kind) {
         case "knowledge_base":
-          return { tool, definition: { name: tool.callName, description: describe(`Search the knowledge base '${tool.name}'`), parameters: stringArg("query", "what to search for") as Record<string, unknown> }, check: requireString("query") };
+          return {
+            tool,
+            definition: {
+              name: tool.callName,
+              description: describe(`Search the knowledge base '${tool.name}'`),
+              parameters: stringArg("query", "what to search for") as Record<string, unknown>,
+            },
+            check: requireString("query"),
+          };
         case "agent":
-          return { tool, definition: { name: tool.callName, description: describe(`Ask the agent '${tool.name}'`), parameters: stringArg("input", "the request for the agent") as Record<string, unknown> }, check: requireString("input") };
+          return {
+            tool,
+            definition: {
+              name: tool.callName,
+              description: describe(`Ask the agent '${tool.name}'`),
+              parameters: stringArg("input", "the request for the agent") as Record<string, unknown>,
+            },
+            check: requireString("input"),
+          };
         case "ask_user":
-          return { tool, definition: { name: tool.callName, description: describe("Ask the user a question and wait for the answer"), parameters: stringArg("question", "the question") as Record<string, unknown> }, check: requireString("question") };
+          return {
+            tool,
+            definition: {
+              name: tool.callName,
+              description: describe("Ask the user a question and wait for the answer"),
+              parameters: stringArg("question", "the question") as Record<string, unknown>,
+            },
+            check: requireString("question"),
+          };
         case "transformation":
         case "pipeline": {
           let schema: Schema;
           try {
-            schema = tool.kind === "pipeline" ? await pipelineSchema(env, auth, tool.target ?? "") : await transformationSchema(env, auth, tool.target ?? "");
+            schema =
+              tool.kind === "pipeline"
+                ? await pipelineSchema(env, auth, tool.target ?? "")
+                : await transformationSchema(env, auth, tool.target ?? "");
           } catch (error) {
             if (!(error instanceof NodeFailure)) throw error;
             const reason = error.message;
-            return { tool, definition: { name: tool.callName, description: describe(`Run the ${tool.kind} '${tool.name}'`), parameters: { type: "object" } }, check: () => reason };
+            return {
+              tool,
+              definition: {
+                name: tool.callName,
+                description: describe(`Run the ${tool.kind} '${tool.name}'`),
+                parameters: { type: "object" },
+              },
+              check: () => reason,
+            };
           }
           const check = (args: Record<string, unknown>) => validateAgainst(schema, args, "inputs") ?? null;
-          return { tool, definition: { name: tool.callName, description: describe(`Run the ${tool.kind} '${tool.name}'`), parameters: schema as Record<string, unknown> }, check };
+          return {
+            tool,
+            definition: {
+              name: tool.callName,
+              description: describe(`Run the ${tool.kind} '${tool.name}'`),
+              parameters: schema as Record<string, unknown>,
+            },
+            check,
+          };
         }
       }
     }),
@@ -125,14 +176,30 @@ export async function executeTool(presented: PresentedTool, call: ToolCall, ctx:
   };
   switch (tool.kind) {
     case "knowledge_base": {
-      const result = await wrap("knowledge base", () => ctx.services.queryKnowledgeBase(ctx.auth, target, String(call.arguments.query), {}, ctx.signal));
+      const result = await wrap("knowledge base", () =>
+        ctx.services.queryKnowledgeBase(ctx.auth, target, String(call.arguments.query), {}, ctx.signal),
+      );
       return asText(result.text || "(no results)");
     }
     case "transformation":
-      return asText(await wrap("transformation", () => ctx.services.runTransformation(ctx.auth, target, call.arguments, ctx.signal)));
+      return asText(
+        await wrap("transformation", () =>
+          ctx.services.runTransformation(ctx.auth, target, call.arguments, ctx.signal),
+        ),
+      );
     case "pipeline": {
       const { runPipelineForUser } = await import("../pipelines/pipeline-runs.service");
-      return asText(await wrap("pipeline", () => runPipelineForUser(ctx.env, { orgId: ctx.auth.orgId, userId: ctx.auth.userId, pipelineId: target, inputs: call.arguments, signal: ctx.signal })));
+      return asText(
+        await wrap("pipeline", () =>
+          runPipelineForUser(ctx.env, {
+            orgId: ctx.auth.orgId,
+            userId: ctx.auth.userId,
+            pipelineId: target,
+            inputs: call.arguments,
+            signal: ctx.signal,
+          }),
+        ),
+      );
     }
     case "agent":
       return asText(await ctx.runChildAgent(target, String(call.arguments.input), call, ctx.signal));
@@ -145,7 +212,13 @@ export async function executeTool(presented: PresentedTool, call: ToolCall, ctx:
 export function failureText(error: unknown): string {
   if (error instanceof NodeFailure || error instanceof AppError) return error.message;
   if (error instanceof Error && error.name === "AbortError") return "the call was cancelled";
-  console.error(JSON.stringify({ level: "error", where: "agent tool", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
+  console.error(
+    JSON.stringify({
+      level: "error",
+      where: "agent tool",
+      error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    }),
+  );
   return "internal error while running the tool";
 }
 

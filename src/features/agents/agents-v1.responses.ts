@@ -4,10 +4,16 @@ const Json = z.record(z.string(), z.unknown());
 
 export const AgentWritten = z
   .object({ status: z.literal("success"), id: z.string(), branch_id: z.string(), version: z.number().int() })
-  .openapi("AgentWritten", { description: "The agent's id; `branch_id` is the id again (Loom keeps one branch per agent)." });
+  .openapi("AgentWritten", {
+    description: "The agent's id; `branch_id` is the id again (Loom keeps one branch per agent).",
+  });
 
-const PendingCall = z.object({ id: z.string(), name: z.string(), arguments: Json, waiting: z.enum(["approval", "question"]) }).openapi("AgentPendingCall");
-const Step = Json.openapi("AgentRunStep", { description: "`{type: \"model\", text, tool_calls}` or `{type: \"tool_result\", call_id, name, content, is_error}`." });
+const PendingCall = z
+  .object({ id: z.string(), name: z.string(), arguments: Json, waiting: z.enum(["approval", "question"]) })
+  .openapi("AgentPendingCall");
+const Step = Json.openapi("AgentRunStep", {
+  description: '`{type: "model", text, tool_calls}` or `{type: "tool_result", call_id, name, content, is_error}`.',
+});
 const Usage = z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() });
 
 export const AgentRunAnswer = z

@@ -5,7 +5,13 @@ import { agents } from "../../db/schema/agents";
 import { AppError, badRequest, forbidden, notFound } from "../../lib/errors";
 import type { FetchQueryInput } from "../../lib/ownership";
 import { nodeServicesProvider } from "../pipelines/pipeline-services";
-import { definitionForSdk, parseStoredDefinition, readDefinition, type AgentDefinition, type AgentWriteInput } from "./agent-definition";
+import {
+  definitionForSdk,
+  parseStoredDefinition,
+  readDefinition,
+  type AgentDefinition,
+  type AgentWriteInput,
+} from "./agent-definition";
 import { runnableAgent } from "./agent-runs.service";
 import type { AgentRow } from "./agents.records";
 import { agentAccess, deleteAgent, historyInsert, insertAgent } from "./agents.service";
@@ -27,7 +33,8 @@ async function checkTools(env: Env, auth: AuthContext, definition: AgentDefiniti
       if (tool.kind === "agent" && id === selfId) problem = "an agent cannot call itself";
       else {
         try {
-          if (tool.kind === "pipeline") await (await import("../pipelines/pipelines.service")).loadPipeline(env, auth, id);
+          if (tool.kind === "pipeline")
+            await (await import("../pipelines/pipelines.service")).loadPipeline(env, auth, id);
           else await runnableAgent(env, auth, id);
         } catch (error) {
           if (!(error instanceof AppError && error.code === "not_found")) throw error;
@@ -42,7 +49,12 @@ async function checkTools(env: Env, auth: AuthContext, definition: AgentDefiniti
 export async function createAgentV1(env: Env, auth: AuthContext, body: AgentWriteInput) {
   const definition = readDefinition(body);
   await checkTools(env, auth, definition);
-  const row = await insertAgent(env, auth, { name: body.name, description: body.description, definition: JSON.stringify(definition) }, "created");
+  const row = await insertAgent(
+    env,
+    auth,
+    { name: body.name, description: body.description, definition: JSON.stringify(definition) },
+    "created",
+  );
   return { status: "success" as const, id: row.id, branch_id: row.id, version: row.version };
 }
 
@@ -50,7 +62,13 @@ export async function createAgentV1(env: Env, auth: AuthContext, body: AgentWrit
 async function resolveAgent(env: Env, auth: AuthContext, query: FetchQueryInput): Promise<AgentRow> {
   if (query.id) return (await runnableAgent(env, auth, query.id)).row;
   if (!query.name) throw badRequest("give id or name");
-  const row = (await database(env).select().from(agents).where(and(eq(agents.orgId, auth.orgId), eq(agents.ownerId, auth.userId), eq(agents.name, query.name))).limit(1))[0];
+  const row = (
+    await database(env)
+      .select()
+      .from(agents)
+      .where(and(eq(agents.orgId, auth.orgId), eq(agents.ownerId, auth.userId), eq(agents.name, query.name)))
+      .limit(1)
+  )[0];
   if (!row) throw notFound("agent");
   return row;
 }
@@ -60,7 +78,20 @@ export async function fetchAgentV1(env: Env, auth: AuthContext, query: FetchQuer
   const definition = parseStoredDefinition(row.definition);
   return {
     status: "success" as const,
-    object: { _id: row.id, name: row.name, description: row.description, mainBranch: row.id, branch_id: row.id, version: row.version, ownerId: row.ownerId, orgId: row.orgId, sourceAgentId: row.sourceAgentId, ...definitionForSdk(definition), createdAt: row.createdAt, updatedAt: row.updatedAt },
+    object: {
+      _id: row.id,
+      name: row.name,
+      description: row.description,
+      mainBranch: row.id,
+      branch_id: row.id,
+      version: row.version,
+      ownerId: row.ownerId,
+      orgId: row.orgId,
+      sourceAgentId: row.sourceAgentId,
+      ...definitionForSdk(definition),
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+    },
   };
 }
 
@@ -68,12 +99,26 @@ export async function fetchAgentV1(env: Env, auth: AuthContext, query: FetchQuer
 export async function updateAgentV1(env: Env, auth: AuthContext, id: string, body: AgentWriteInput) {
   const access = await agentAccess(env, auth, id);
   if (access.row.orgId !== auth.orgId) throw notFound("agent");
-  if (!access.canEdit) throw forbidden("only the agent's owner, an admin or a user it is shared with as editor can change it");
+  if (!access.canEdit)
+    throw forbidden("only the agent's owner, an admin or a user it is shared with as editor can change it");
   const definition = readDefinition(body, parseStoredDefinition(access.row.definition));
   await checkTools(env, auth, definition, id);
   const db = database(env);
-  const changes = { name: body.name, description: body.description, definition: JSON.stringify(definition), version: sql`${agents.version} + 1`, updatedAt: new Date().toISOString() };
-  await writeUnique(() => db.batch([db.update(agents).set(changes).where(eq(agents.id, id)), historyInsert(env, auth, access.row, "updated")]), `the owner already has an agent named '${body.name}'`);
+  const changes = {
+    name: body.name,
+    description: body.description,
+    definition: JSON.stringify(definition),
+    version: sql`${agents.version} + 1`,
+    updatedAt: new Date().toISOString(),
+  };
+  await writeUnique(
+    () =>
+      db.batch([
+        db.update(agents).set(changes).where(eq(agents.id, id)),
+        historyInsert(env, auth, access.row, "updated"),
+      ]),
+    `the owner already has an agent named '${body.name}'`,
+  );
   return { status: "success" as const, id, branch_id: id, version: access.row.version + 1 };
 }
 

@@ -20,7 +20,11 @@ export function agentDescription(row: AgentRow, extra: { favorite?: boolean; sha
 }
 
 /** MarketplaceAgentDescription: what anyone browsing the marketplace sees; nothing private. */
-export function marketplaceDescription(row: AgentRow, author: string | null, counts: { favorites: number; imports: number }) {
+export function marketplaceDescription(
+  row: AgentRow,
+  author: string | null,
+  counts: { favorites: number; imports: number },
+) {
   return {
     _id: row.id,
     name: row.name,

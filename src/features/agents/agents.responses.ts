@@ -32,10 +32,19 @@ export const MarketplaceAgentDescription = z
   })
   .openapi("MarketplaceAgentDescription");
 
-export const AgentsFavoritesDescription = z.object({ favorites: z.array(AgentDescription) }).openapi("AgentsFavoritesDescription");
+export const AgentsFavoritesDescription = z
+  .object({ favorites: z.array(AgentDescription) })
+  .openapi("AgentsFavoritesDescription");
 
 export const AgentsHistoryDescription = z
-  .object({ _id: z.string(), agentId: z.string(), agentName: z.string(), action: z.string(), runId: z.string().nullable().openapi({ description: "For action `run`: the run." }), createdAt: z.string() })
+  .object({
+    _id: z.string(),
+    agentId: z.string(),
+    agentName: z.string(),
+    action: z.string(),
+    runId: z.string().nullable().openapi({ description: "For action `run`: the run." }),
+    createdAt: z.string(),
+  })
   .openapi("AgentsHistoryDescription");
 
 export const AgentList = z.array(AgentDescription);
@@ -43,4 +52,6 @@ export const MarketplaceAgentList = z.array(MarketplaceAgentDescription);
 export const AgentsHistoryList = z.array(AgentsHistoryDescription);
 export const AgentResult = z.object({ status: z.literal("success"), agent: AgentDescription }).openapi("AgentResult");
 export const AgentsResult = z.object({ status: z.literal("success"), agents: AgentList }).openapi("AgentsResult");
-export const AgentShareResult = z.object({ status: z.literal("success"), shared_with: z.array(z.string()) }).openapi("AgentShareResult");
+export const AgentShareResult = z
+  .object({ status: z.literal("success"), shared_with: z.array(z.string()) })
+  .openapi("AgentShareResult");

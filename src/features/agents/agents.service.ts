@@ -30,11 +30,26 @@ export async function agentAccess(env: Env, auth: AuthContext, agentId: string):
   const sameOrg = row.orgId === auth.orgId;
   const owner = sameOrg && row.ownerId === auth.userId;
   const admin = sameOrg && hasRole(auth, "admin");
-  const share = sameOrg && !owner ? (await db.select().from(agentShares).where(and(eq(agentShares.agentId, row.id), eq(agentShares.userId, auth.userId))).limit(1))[0] : undefined;
+  const share =
+    sameOrg && !owner
+      ? (
+          await db
+            .select()
+            .from(agentShares)
+            .where(and(eq(agentShares.agentId, row.id), eq(agentShares.userId, auth.userId)))
+            .limit(1)
+        )[0]
+      : undefined;
   const shared = share !== undefined;
   if (!owner && !admin && !shared && !row.published) throw notFound("agent");
   const canWrite = (owner || admin) && auth.role !== "viewer";
-  return { row, canWrite, sharedWithMe: shared, canEdit: canWrite || (share?.role === "editor" && auth.role !== "viewer"), canRun: owner || admin || shared };
+  return {
+    row,
+    canWrite,
+    sharedWithMe: shared,
+    canEdit: canWrite || (share?.role === "editor" && auth.role !== "viewer"),
+    canRun: owner || admin || shared,
+  };
 }
 
 export async function writableAgent(env: Env, auth: AuthContext, agentId: string): Promise<AgentRow> {
@@ -47,7 +62,14 @@ export async function writableAgent(env: Env, auth: AuthContext, agentId: string
 }
 
 export function historyInsert(env: Env, auth: AuthContext, agent: Pick<AgentRow, "id" | "name">, action: string) {
-  return database(env).insert(agentHistory).values({ id: newId(), userId: auth.userId, agentId: agent.id, agentName: agent.name, action, createdAt: new Date().toISOString() });
+  return database(env).insert(agentHistory).values({
+    id: newId(),
+    userId: auth.userId,
+    agentId: agent.id,
+    agentName: agent.name,
+    action,
+    createdAt: new Date().toISOString(),
+  });
 }
 
 export interface NewAgent {
@@ -85,26 +107,51 @@ export async function insertAgent(env: Env, auth: AuthContext, input: NewAgent, 
     updatedAt: now,
   };
   const db = database(env);
-  await writeUnique(() => db.batch([db.insert(agents).values(row), historyInsert(env, auth, row, action)]), `you already have an agent named '${input.name}'`);
+  await writeUnique(
+    () => db.batch([db.insert(agents).values(row), historyInsert(env, auth, row, action)]),
+    `you already have an agent named '${input.name}'`,
+  );
   return row;
 }
 
 async function favoriteIds(env: Env, auth: AuthContext): Promise<Set<string>> {
-  const rows = await database(env).select({ agentId: agentFavorites.agentId }).from(agentFavorites).where(eq(agentFavorites.userId, auth.userId));
+  const rows = await database(env)
+    .select({ agentId: agentFavorites.agentId })
+    .from(agentFavorites)
+    .where(eq(agentFavorites.userId, auth.userId));
   return new Set(rows.map((r) => r.agentId));
 }
 
 export async function listMyAgents(env: Env, auth: AuthContext) {
-  const rows = await database(env).select().from(agents).where(and(eq(agents.ownerId, auth.userId), eq(agents.orgId, auth.orgId))).orderBy(desc(agents.createdAt));
+  const rows = await database(env)
+    .select()
+    .from(agents)
+    .where(and(eq(agents.ownerId, auth.userId), eq(agents.orgId, auth.orgId)))
+    .orderBy(desc(agents.createdAt));
   const favorites = await favoriteIds(env, auth);
   return rows.map((row) => agentDescription(row, { favorite: favorites.has(row.id) }));
 }
 
 export async function listSharedWithMe(env: Env, auth: AuthContext) {
   const db = database(env);
-  const shares = await db.select({ agentId: agentShares.agentId }).from(agentShares).where(eq(agentShares.userId, auth.userId));
+  const shares = await db
+    .select({ agentId: agentShares.agentId })
+    .from(agentShares)
+    .where(eq(agentShares.userId, auth.userId));
   if (!shares.length) return [];
-  const rows = await db.select().from(agents).where(and(inArray(agents.id, shares.map((s) => s.agentId)), eq(agents.orgId, auth.orgId))).orderBy(desc(agents.createdAt));
+  const rows = await db
+    .select()
+    .from(agents)
+    .where(
+      and(
+        inArray(
+          agents.id,
+          shares.map((s) => s.agentId),
+        ),
+        eq(agents.orgId, auth.orgId),
+      ),
+    )
+    .orderBy(desc(agents.createdAt));
   const favorites = await favoriteIds(env, auth);
   return rows.map((row) => agentDescription(row, { favorite: favorites.has(row.id), sharedWithMe: true }));
 }
@@ -123,7 +170,13 @@ export async function deleteAgent(env: Env, auth: AuthContext, agentId: string):
 }
 
 /** Copies an agent the caller can see into their own agents. */
-export async function copyAgent(env: Env, auth: AuthContext, source: AgentRow, overrides: { name?: string; description?: string }, action: string) {
+export async function copyAgent(
+  env: Env,
+  auth: AuthContext,
+  source: AgentRow,
+  overrides: { name?: string; description?: string },
+  action: string,
+) {
   const copy = await insertAgent(
     env,
     auth,
@@ -144,12 +197,31 @@ export async function copyAgent(env: Env, auth: AuthContext, source: AgentRow, o
   return agentDescription(copy);
 }
 
-export async function shareAgent(env: Env, auth: AuthContext, agentId: string, userIds: string[], emails: string[], role: "viewer" | "editor" = "viewer") {
+export async function shareAgent(
+  env: Env,
+  auth: AuthContext,
+  agentId: string,
+  userIds: string[],
+  emails: string[],
+  role: "viewer" | "editor" = "viewer",
+) {
   const row = await writableAgent(env, auth, agentId);
-  if (!userIds.length && !emails.length) throw invalidInput(["body", "user_ids"], "name at least one user (user_ids or emails) to share with", "missing");
+  if (!userIds.length && !emails.length)
+    throw invalidInput(["body", "user_ids"], "name at least one user (user_ids or emails) to share with", "missing");
   const db = database(env);
-  const conditions = [userIds.length ? inArray(users.id, userIds) : undefined, emails.length ? inArray(users.email, emails.map((e) => e.toLowerCase())) : undefined].filter((c) => c !== undefined);
-  const targets = await db.select({ id: users.id, email: users.email }).from(users).where(and(eq(users.orgId, auth.orgId), or(...conditions)));
+  const conditions = [
+    userIds.length ? inArray(users.id, userIds) : undefined,
+    emails.length
+      ? inArray(
+          users.email,
+          emails.map((e) => e.toLowerCase()),
+        )
+      : undefined,
+  ].filter((c) => c !== undefined);
+  const targets = await db
+    .select({ id: users.id, email: users.email })
+    .from(users)
+    .where(and(eq(users.orgId, auth.orgId), or(...conditions)));
   const found = new Set(targets.flatMap((t) => [t.id, t.email]));
   const unknown = [...userIds, ...emails.map((e) => e.toLowerCase())].filter((u) => !found.has(u));
   // Users of other organizations are reported as unknown, so nobody learns they exist.
@@ -157,7 +229,12 @@ export async function shareAgent(env: Env, auth: AuthContext, agentId: string, u
   const now = new Date().toISOString();
   const recipients = targets.filter((t) => t.id !== row.ownerId);
   if (recipients.length) {
-    const shares = recipients.map((t) => db.insert(agentShares).values({ agentId: row.id, userId: t.id, sharedBy: auth.userId, role, createdAt: now }).onConflictDoUpdate({ target: [agentShares.agentId, agentShares.userId], set: { role } }));
+    const shares = recipients.map((t) =>
+      db
+        .insert(agentShares)
+        .values({ agentId: row.id, userId: t.id, sharedBy: auth.userId, role, createdAt: now })
+        .onConflictDoUpdate({ target: [agentShares.agentId, agentShares.userId], set: { role } }),
+    );
     await db.batch([historyInsert(env, auth, row, "shared"), ...shares]);
   }
   return { shared_with: recipients.map((t) => t.id) };
@@ -166,11 +243,17 @@ export async function shareAgent(env: Env, auth: AuthContext, agentId: string, u
 export async function removeShare(env: Env, auth: AuthContext, agentId: string, userId?: string): Promise<void> {
   const db = database(env);
   if (!userId || userId === auth.userId) {
-    const deleted = await db.delete(agentShares).where(and(eq(agentShares.agentId, agentId), eq(agentShares.userId, auth.userId))).returning();
+    const deleted = await db
+      .delete(agentShares)
+      .where(and(eq(agentShares.agentId, agentId), eq(agentShares.userId, auth.userId)))
+      .returning();
     if (!deleted.length) throw notFound("shared agent");
     return;
   }
   const row = await writableAgent(env, auth, agentId);
-  const deleted = await db.delete(agentShares).where(and(eq(agentShares.agentId, row.id), eq(agentShares.userId, userId))).returning();
+  const deleted = await db
+    .delete(agentShares)
+    .where(and(eq(agentShares.agentId, row.id), eq(agentShares.userId, userId)))
+    .returning();
   if (!deleted.length) throw notFound("share");
 }

@@ -14,16 +14,18 @@ export interface AuditEntry {
 
 /** The insert for one audit entry, for callers that batch it with the change it records. */
 export function auditInsert(env: Env, auth: AuthContext, entry: AuditEntry) {
-  return database(env).insert(auditLog).values({
-    id: newId(),
-    orgId: auth.orgId,
-    actorId: auth.userId,
-    action: entry.action,
-    targetType: entry.targetType,
-    targetId: entry.targetId ?? null,
-    details: JSON.stringify(entry.details ?? {}),
-    createdAt: new Date().toISOString(),
-  });
+  return database(env)
+    .insert(auditLog)
+    .values({
+      id: newId(),
+      orgId: auth.orgId,
+      actorId: auth.userId,
+      action: entry.action,
+      targetType: entry.targetType,
+      targetId: entry.targetId ?? null,
+      details: JSON.stringify(entry.details ?? {}),
+      createdAt: new Date().toISOString(),
+    });
 }
 
 export async function recordAudit(env: Env, auth: AuthContext, entry: AuditEntry): Promise<void> {
@@ -31,8 +33,15 @@ export async function recordAudit(env: Env, auth: AuthContext, entry: AuditEntry
 }
 
 export async function listAudit(env: Env, auth: AuthContext, limit: number, before?: string) {
-  const where = before ? and(eq(auditLog.orgId, auth.orgId), lt(auditLog.createdAt, before)) : eq(auditLog.orgId, auth.orgId);
-  const rows = await database(env).select().from(auditLog).where(where).orderBy(desc(auditLog.createdAt), desc(sql`rowid`)).limit(limit);
+  const where = before
+    ? and(eq(auditLog.orgId, auth.orgId), lt(auditLog.createdAt, before))
+    : eq(auditLog.orgId, auth.orgId);
+  const rows = await database(env)
+    .select()
+    .from(auditLog)
+    .where(where)
+    .orderBy(desc(auditLog.createdAt), desc(sql`rowid`))
+    .limit(limit);
   return rows.map((row) => ({
     _id: row.id,
     orgId: row.orgId,

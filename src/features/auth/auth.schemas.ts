@@ -6,9 +6,14 @@ export const SignupBody = z
   .object({
     email: z.string().max(254).email("must be an email address"),
     password: zNewPassword(),
-    username: z.string().regex(/^[A-Za-z0-9_.-]{2,64}$/, "2-64 letters, digits, '_', '.' or '-'").optional(),
+    username: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{2,64}$/, "2-64 letters, digits, '_', '.' or '-'")
+      .optional(),
     name: zString(0, 200).optional(),
-    organization: zString(1, 120).optional().openapi({ description: "A new organization's name; you become its owner." }),
+    organization: zString(1, 120)
+      .optional()
+      .openapi({ description: "A new organization's name; you become its owner." }),
   })
   .openapi("SignupBody");
 

@@ -31,7 +31,11 @@ export function userRecord(row: UserRow) {
 
 export async function issueAccessToken(env: Env, user: Pick<UserRow, "id" | "orgId">): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return sign({ sub: user.id, org: user.orgId, iat: now, exp: now + accessTokenTtlSeconds(env) }, requireSecret(env, "JWT_SECRET"), "HS256");
+  return sign(
+    { sub: user.id, org: user.orgId, iat: now, exp: now + accessTokenTtlSeconds(env) },
+    requireSecret(env, "JWT_SECRET"),
+    "HS256",
+  );
 }
 
 export interface SignupInput {
@@ -54,9 +58,14 @@ export async function signup(env: Env, input: SignupInput) {
     .where(input.username ? or(eq(users.email, email), eq(users.username, input.username)) : eq(users.email, email))
     .limit(1);
   if (taken.length) throw conflict("a user with that email or username already exists");
-  const existingOrg = await db.select({ id: organizations.id }).from(organizations).where(eq(organizations.name, orgName)).limit(1);
+  const existingOrg = await db
+    .select({ id: organizations.id })
+    .from(organizations)
+    .where(eq(organizations.name, orgName))
+    .limit(1);
   // Joining an existing organization needs one of its admins (POST /admin/users/add), never self-service.
-  if (existingOrg.length) throw conflict(`organization '${orgName}' already exists; ask one of its administrators to add you`);
+  if (existingOrg.length)
+    throw conflict(`organization '${orgName}' already exists; ask one of its administrators to add you`);
 
   const now = new Date().toISOString();
   const org = { id: newId(), name: orgName, createdAt: now };
@@ -78,11 +87,20 @@ export async function signup(env: Env, input: SignupInput) {
       db.batch([
         db.insert(organizations).values(org),
         db.insert(users).values(user),
-        auditInsert(env, auth, { action: "organization.create", targetType: "organization", targetId: org.id, details: { name: orgName } }),
+        auditInsert(env, auth, {
+          action: "organization.create",
+          targetType: "organization",
+          targetId: org.id,
+          details: { name: orgName },
+        }),
       ]),
     "a user or organization with that name already exists",
   );
-  return { access_token: await issueAccessToken(env, user), token_type: "bearer" as const, user: { ...userRecord(user), organization: orgName } };
+  return {
+    access_token: await issueAccessToken(env, user),
+    token_type: "bearer" as const,
+    user: { ...userRecord(user), organization: orgName },
+  };
 }
 
 /** One answer for every refused login (unknown account, wrong password, suspended), so none is an oracle. */
@@ -127,7 +145,15 @@ export async function currentUser(env: Env, auth: AuthContext) {
 type KeyRow = typeof apiKeys.$inferSelect;
 
 function keyRecord(row: KeyRow) {
-  return { id: row.id, name: row.name, last_four: row.lastFour, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, revoked: row.revokedAt !== null, revokedAt: row.revokedAt };
+  return {
+    id: row.id,
+    name: row.name,
+    last_four: row.lastFour,
+    createdAt: row.createdAt,
+    lastUsedAt: row.lastUsedAt,
+    revoked: row.revokedAt !== null,
+    revokedAt: row.revokedAt,
+  };
 }
 
 export async function createApiKey(env: Env, auth: AuthContext, name: string) {
@@ -144,21 +170,35 @@ export async function createApiKey(env: Env, auth: AuthContext, name: string) {
     revokedAt: null,
   };
   const db = database(env);
-  await db.batch([db.insert(apiKeys).values(row), auditInsert(env, auth, { action: "api_key.create", targetType: "api_key", targetId: row.id, details: { name } })]);
+  await db.batch([
+    db.insert(apiKeys).values(row),
+    auditInsert(env, auth, { action: "api_key.create", targetType: "api_key", targetId: row.id, details: { name } }),
+  ]);
   return { id: row.id, name, key };
 }
 
 export async function listApiKeys(env: Env, auth: AuthContext) {
-  const rows = await database(env).select().from(apiKeys).where(eq(apiKeys.userId, auth.userId)).orderBy(apiKeys.createdAt);
+  const rows = await database(env)
+    .select()
+    .from(apiKeys)
+    .where(eq(apiKeys.userId, auth.userId))
+    .orderBy(apiKeys.createdAt);
   return rows.map(keyRecord);
 }
 
 export async function revokeApiKey(env: Env, auth: AuthContext, keyId: string): Promise<void> {
   const db = database(env);
-  const rows = await db.select().from(apiKeys).where(and(eq(apiKeys.id, keyId), eq(apiKeys.userId, auth.userId))).limit(1);
+  const rows = await db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, keyId), eq(apiKeys.userId, auth.userId)))
+    .limit(1);
   if (!rows[0]) throw notFound("API key");
   await db.batch([
-    db.update(apiKeys).set({ revokedAt: new Date().toISOString() }).where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt))),
+    db
+      .update(apiKeys)
+      .set({ revokedAt: new Date().toISOString() })
+      .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt))),
     auditInsert(env, auth, { action: "api_key.revoke", targetType: "api_key", targetId: keyId }),
   ]);
 }

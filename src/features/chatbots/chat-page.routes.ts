@@ -8,7 +8,13 @@ import type { ChatbotRow } from "./chatbots.service";
 
 /** A page that says the chatbot is not available, with no script: an undeployed chatbot answers nothing. */
 function unavailable(): Response {
-  return htmlPage({ title: "Chatbot unavailable", status: 404, frameAncestors: "any", styles: ["/chat.css"], body: '<main id="loom-chat"><p class="alert" role="alert">This chatbot is not available right now.</p></main>' });
+  return htmlPage({
+    title: "Chatbot unavailable",
+    status: 404,
+    frameAncestors: "any",
+    styles: ["/chat.css"],
+    body: '<main id="loom-chat"><p class="alert" role="alert">This chatbot is not available right now.</p></main>',
+  });
 }
 
 /** The sites that may frame the chat page: the chatbot's allowed origins, or any site when it names none. */

@@ -15,7 +15,13 @@ export interface KnowledgeScope {
 export const MAX_FILTER_ITEMS = 100;
 
 // The hosted SDK's InterfaceFilter enums, by value and by name.
-const OBJECT_TYPES = ["knowledge_base", "knowledge_base_document", "integration", "integration_item", "knowledge_base_folder"] as const;
+const OBJECT_TYPES = [
+  "knowledge_base",
+  "knowledge_base_document",
+  "integration",
+  "integration_item",
+  "knowledge_base_folder",
+] as const;
 const SELECTION_MODES = ["deselect", "select"] as const;
 
 function enumName<T extends readonly string[]>(names: T, value: unknown, where: string): T[number] {
@@ -43,13 +49,18 @@ function interfaceScope(chatbotKbs: string[], filter: Json): KnowledgeScope {
     const at = `filter.filter_items[${i}]`;
     if (!isObject(item)) throw badRequest(`${at}: must be an object`);
     const type = enumName(OBJECT_TYPES, item.object_type, `${at}.object_type`);
-    if (type !== "knowledge_base" && type !== "knowledge_base_document") throw badRequest(`${at}.object_type: ${type} is not available in Loom (it has no integrations or knowledge-base folders); select knowledge bases or their documents`);
-    if (typeof item.object_id !== "string" || !chatbotKbs.includes(item.object_id)) throw badRequest(`${at}.object_id: must be the id of one of this chatbot's knowledge bases`);
+    if (type !== "knowledge_base" && type !== "knowledge_base_document")
+      throw badRequest(
+        `${at}.object_type: ${type} is not available in Loom (it has no integrations or knowledge-base folders); select knowledge bases or their documents`,
+      );
+    if (typeof item.object_id !== "string" || !chatbotKbs.includes(item.object_id))
+      throw badRequest(`${at}.object_id: must be the id of one of this chatbot's knowledge bases`);
     if (type === "knowledge_base") {
       wholeKbs.add(item.object_id);
       return;
     }
-    if (typeof item.document_id !== "string" || !/^[0-9a-f]{24}$/.test(item.document_id)) throw badRequest(`${at}.document_id: must be a document id`);
+    if (typeof item.document_id !== "string" || !/^[0-9a-f]{24}$/.test(item.document_id))
+      throw badRequest(`${at}.document_id: must be a document id`);
     const set = documents.get(item.object_id) ?? new Set<string>();
     set.add(item.document_id);
     documents.set(item.object_id, set);
@@ -75,7 +86,8 @@ function interfaceScope(chatbotKbs: string[], filter: Json): KnowledgeScope {
  */
 export function knowledgeScope(chatbotKbs: string[], filter: string | Json): KnowledgeScope {
   if (isObject(filter) && "filter_items" in filter) return interfaceScope(chatbotKbs, filter);
-  if (JSON.stringify(filter).length > MAX_FILTER_CHARS) throw badRequest(`filter: must be at most ${MAX_FILTER_CHARS} characters`);
+  if (JSON.stringify(filter).length > MAX_FILTER_CHARS)
+    throw badRequest(`filter: must be at most ${MAX_FILTER_CHARS} characters`);
   let parsed: Json;
   try {
     parseQdrantFilter(filter);

@@ -121,7 +121,12 @@ export function chatbotRecord(row: ChatbotRow) {
 }
 
 /** The settings under the hosted SDK's names, in the snake_case keys `Chatbot.new` accepts back. */
-function sdkSettings(row: ChatbotRow, access: AccessSettings, telephony: TelephonySettings, workspace: ChatWorkspaceSettings) {
+function sdkSettings(
+  row: ChatbotRow,
+  access: AccessSettings,
+  telephony: TelephonySettings,
+  workspace: ChatWorkspaceSettings,
+) {
   return {
     deployment_options: { ...parseObject<DeploymentSettings>(row.deployment), browser_extension: row.browserExtension },
     access_config: {
@@ -147,4 +152,3 @@ function sdkSettings(row: ChatbotRow, access: AccessSettings, telephony: Telepho
     },
   };
 }
-

@@ -5,7 +5,14 @@ import { decodeClientBase64 } from "../../lib/base64";
 import type { ChatbotServices } from "./chatbot-services";
 import { knowledgeBaseIdsOf, parseObject, type ChatbotRow } from "./chatbots.service";
 import { conversationNameFrom } from "./history-budget";
-import { conversationStub, createConversation, findConversation, recordTurn, type ConversationActor, type ConversationRow } from "./conversations.service";
+import {
+  conversationStub,
+  createConversation,
+  findConversation,
+  recordTurn,
+  type ConversationActor,
+  type ConversationRow,
+} from "./conversations.service";
 import type { RunInput } from "./chatbots.schemas";
 import { knowledgeScope, type KnowledgeScope } from "./chatbot-filter";
 import { causeChain, logEvent } from "../../lib/log";
@@ -53,7 +60,8 @@ function decodeAudio(input: RunInput): { bytes: Uint8Array; mimeType: string } {
   const base64 = typeof audio === "string" ? audio : audio.raw_bytes;
   const bytes = decodeClientBase64(base64, "audio", MAX_AUDIO_BYTES);
   if (bytes.length === 0) throw badRequest("audio: is empty");
-  const mimeType = input.audio_mime_type ?? (typeof audio === "string" ? "audio/mpeg" : audio.metadata.mime_type || "audio/mpeg");
+  const mimeType =
+    input.audio_mime_type ?? (typeof audio === "string" ? "audio/mpeg" : audio.metadata.mime_type || "audio/mpeg");
   return { bytes, mimeType };
 }
 
@@ -61,12 +69,22 @@ function decodeAudio(input: RunInput): { bytes: Uint8Array; mimeType: string } {
  * Everything that can fail with a plain HTTP error happens here, before any event is streamed:
  * the input, the transcription and the conversation lookup.
  */
-export async function prepareRun(env: Env, services: ChatbotServices, chatbot: ChatbotRow, actor: ConversationActor, input: RunInput, showSources: boolean): Promise<PreparedRun> {
+export async function prepareRun(
+  env: Env,
+  services: ChatbotServices,
+  chatbot: ChatbotRow,
+  actor: ConversationActor,
+  input: RunInput,
+  showSources: boolean,
+): Promise<PreparedRun> {
   if (input.text !== undefined && input.audio !== undefined) throw badRequest("give text or audio, not both");
   let text = input.text?.trim() ?? "";
   if (input.text !== undefined && text === "") throw badRequest("text: must not be blank");
   // A filter narrows the chatbot's own knowledge-base search; a pipeline takes no filter, so one is refused rather than ignored.
-  if (input.filter !== undefined && chatbot.pipelineId) throw badRequest("filter: narrows a knowledge-base chatbot's search; this chatbot answers through a pipeline, which takes no filter");
+  if (input.filter !== undefined && chatbot.pipelineId)
+    throw badRequest(
+      "filter: narrows a knowledge-base chatbot's search; this chatbot answers through a pipeline, which takes no filter",
+    );
   const scope = input.filter !== undefined ? knowledgeScope(knowledgeBaseIdsOf(chatbot), input.filter) : undefined;
   const existing = input.conversation_id ? await findConversation(env, chatbot, actor, input.conversation_id) : null;
   if (input.text === undefined) {
@@ -95,10 +113,19 @@ function outputText(value: unknown): string {
  * text as it is produced. Failures after the message is stored are recorded with it and returned
  * (never thrown), so a streaming caller can still send its final event.
  */
-export async function executeRun(env: Env, services: ChatbotServices, run: PreparedRun, onPiece: (text: string) => void | Promise<void>): Promise<RunResult> {
+export async function executeRun(
+  env: Env,
+  services: ChatbotServices,
+  run: PreparedRun,
+  onPiece: (text: string) => void | Promise<void>,
+): Promise<RunResult> {
   const { chatbot, conversation } = run;
   const stub = conversationStub(env, conversation.id);
-  const turn: BeginResult = await stub.begin({ text: run.text, historyBudget: HISTORY_TOKEN_BUDGET, turnTimeoutMs: TURN_TIMEOUT_MS });
+  const turn: BeginResult = await stub.begin({
+    text: run.text,
+    historyBudget: HISTORY_TOKEN_BUDGET,
+    turnTimeoutMs: TURN_TIMEOUT_MS,
+  });
   const base = { conversation_id: conversation.id, follow_up_questions: [] as string[], answered_by: null };
   if (!turn.ok) {
     await recordTurn(env, conversation.id);
@@ -123,13 +150,22 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
         signal: controller.signal,
       });
       const outputName = chatbot.pipelineOutput ?? Object.keys(outputs)[0];
-      if (outputName === undefined || !(outputName in outputs)) throw new AppError("bad_request", `the pipeline gave no output named '${chatbot.pipelineOutput ?? "(any)"}'`);
+      if (outputName === undefined || !(outputName in outputs))
+        throw new AppError("bad_request", `the pipeline gave no output named '${chatbot.pipelineOutput ?? "(any)"}'`);
       text = outputText(outputs[outputName]);
       answeredBy = `pipeline/${chatbot.pipelineId}`;
       if (text) await onPiece(text);
     } else {
       const options = parseObject<{ top_k?: number; score_cutoff?: number }>(chatbot.queryOptions);
-      sources = await services.queryKnowledgeBases({ orgId: chatbot.orgId, userId: chatbot.ownerId, knowledgeBaseIds: run.scope?.knowledgeBaseIds ?? knowledgeBaseIdsOf(chatbot), filters: run.scope?.filters, query: run.text, topK: options.top_k ?? 5, scoreCutoff: options.score_cutoff ?? null });
+      sources = await services.queryKnowledgeBases({
+        orgId: chatbot.orgId,
+        userId: chatbot.ownerId,
+        knowledgeBaseIds: run.scope?.knowledgeBaseIds ?? knowledgeBaseIdsOf(chatbot),
+        filters: run.scope?.filters,
+        query: run.text,
+        topK: options.top_k ?? 5,
+        scoreCutoff: options.score_cutoff ?? null,
+      });
       const events = services.answer({
         orgId: chatbot.orgId,
         model: chatbot.model,
@@ -161,12 +197,33 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
     }
   } catch (error) {
     const failure = toAppError(error);
-    const stored = await stub.complete(turn.turnId, { content: text, status: "failed", sources, followUpQuestions: [], answeredBy, error: failure.message });
+    const stored = await stub.complete(turn.turnId, {
+      content: text,
+      status: "failed",
+      sources,
+      followUpQuestions: [],
+      answeredBy,
+      error: failure.message,
+    });
     await recordTurn(env, conversation.id);
-    return { ...base, status: "failed", message_id: stored.messageId, output_message: text, error: failure.message, failure };
+    return {
+      ...base,
+      status: "failed",
+      message_id: stored.messageId,
+      output_message: text,
+      error: failure.message,
+      failure,
+    };
   }
   const aborted = controller.signal.aborted;
-  const stored = await stub.complete(turn.turnId, { content: text, status: aborted ? "terminated" : "complete", sources, followUpQuestions: followUps, answeredBy, error: aborted ? "terminated" : null });
+  const stored = await stub.complete(turn.turnId, {
+    content: text,
+    status: aborted ? "terminated" : "complete",
+    sources,
+    followUpQuestions: followUps,
+    answeredBy,
+    error: aborted ? "terminated" : null,
+  });
   if (!stored.ok && stored.reason === "deleted") {
     const failure = new AppError("conflict", "the conversation was deleted while this message was being answered");
     return { ...base, status: "failed", message_id: null, output_message: text, error: failure.message, failure };
@@ -187,7 +244,10 @@ export async function executeRun(env: Env, services: ChatbotServices, run: Prepa
 }
 
 /** The final server-sent event and the non-streaming body share one shape. */
-export function publicResult(result: RunResult, extra: Record<string, unknown> = {}): Omit<RunResult, "failure"> & Record<string, unknown> {
+export function publicResult(
+  result: RunResult,
+  extra: Record<string, unknown> = {},
+): Omit<RunResult, "failure"> & Record<string, unknown> {
   const { failure: _failure, ...rest } = result;
   return { ...rest, ...extra };
 }

@@ -34,7 +34,9 @@ export interface AnswerInput {
 }
 
 /** Pieces of the answer as they are produced, then the whole. `answeredBy` labels the answerer (`loom/extractive`). */
-export type AnswerEvent = { type: "text"; text: string } | { type: "done"; text: string; answeredBy: string; followUpQuestions: string[] };
+export type AnswerEvent =
+  | { type: "text"; text: string }
+  | { type: "done"; text: string; answeredBy: string; followUpQuestions: string[] };
 
 export interface KnowledgeQuery {
   orgId: string;
@@ -80,9 +82,14 @@ export type ChatbotServicesFactory = (env: Env) => ChatbotServices;
 
 /** The chatbot owner's rights, for work done on a visitor's or an integration's behalf. */
 async function ownerAuth(env: Env, orgId: string, userId: string): Promise<AuthContext> {
-  const rows = await database(env).select({ role: users.role, suspended: users.suspended, orgId: users.orgId }).from(users).where(eq(users.id, userId)).limit(1);
+  const rows = await database(env)
+    .select({ role: users.role, suspended: users.suspended, orgId: users.orgId })
+    .from(users)
+    .where(eq(users.id, userId))
+    .limit(1);
   const owner = rows[0];
-  if (!owner || owner.suspended || owner.orgId !== orgId) throw new AppError("forbidden", "the chatbot's owner can no longer use it");
+  if (!owner || owner.suspended || owner.orgId !== orgId)
+    throw new AppError("forbidden", "the chatbot's owner can no longer use it");
   return { userId, orgId, role: owner.role, via: "api_key" };
 }
 
@@ -92,9 +99,18 @@ async function queryKnowledge(env: Env, query: KnowledgeQuery): Promise<MessageS
   const auth = await ownerAuth(env, query.orgId, query.userId);
   const bodyFor = (kbId: string) => {
     const filter = query.filters?.[kbId];
-    return QueryBody.parse({ queries: [query.query], search_metadata: { top_k: query.topK, ...(filter ? { filter } : {}) }, config: query.scoreCutoff === null ? {} : { score_cutoff: query.scoreCutoff } });
+    return QueryBody.parse({
+      queries: [query.query],
+      search_metadata: { top_k: query.topK, ...(filter ? { filter } : {}) },
+      config: query.scoreCutoff === null ? {} : { score_cutoff: query.scoreCutoff },
+    });
   };
-  const results = await Promise.all(query.knowledgeBaseIds.map(async (kbId) => ({ kbId, result: await queryKnowledgeBase(env, auth, kbId, bodyFor(kbId)) })));
+  const results = await Promise.all(
+    query.knowledgeBaseIds.map(async (kbId) => ({
+      kbId,
+      result: await queryKnowledgeBase(env, auth, kbId, bodyFor(kbId)),
+    })),
+  );
   return results
     .flatMap(({ kbId, result }) =>
       (result.chunks ?? []).map((item) => ({
@@ -110,10 +126,17 @@ async function queryKnowledge(env: Env, query: KnowledgeQuery): Promise<MessageS
     .slice(0, query.topK);
 }
 
-const FOLLOW_UP_PROMPT = "Suggest short follow-up questions the user might ask next in this conversation. Answer with one question per line and nothing else.";
+const FOLLOW_UP_PROMPT =
+  "Suggest short follow-up questions the user might ask next in this conversation. Answer with one question per line and nothing else.";
 
 /** Follow-up questions from a generating model; the extractive answerer cannot invent any, so it suggests none. */
-export async function followUpQuestions(model: ChatModel, question: string, answer: string, count: number, signal: AbortSignal): Promise<string[]> {
+export async function followUpQuestions(
+  model: ChatModel,
+  question: string,
+  answer: string,
+  count: number,
+  signal: AbortSignal,
+): Promise<string[]> {
   if (count === 0 || model.model === EXTRACTIVE_MODEL || signal.aborted) return [];
   const result = await model.complete({
     messages: [
@@ -136,14 +159,29 @@ export async function followUpQuestions(model: ChatModel, question: string, answ
  * which quotes the sources and is labelled `loom/extractive`.
  */
 async function* answerWithModel(env: Env, input: AnswerInput): AsyncIterable<AnswerEvent> {
-  const model = await chatModelFor(env, { orgId: input.orgId }, input.model ?? EXTRACTIVE_MODEL, { allowExtractive: input.model === null, purpose: "this chatbot" });
+  const model = await chatModelFor(env, { orgId: input.orgId }, input.model ?? EXTRACTIVE_MODEL, {
+    allowExtractive: input.model === null,
+    purpose: "this chatbot",
+  });
   const passages: Passage[] = [
-    ...input.sources.map((s) => ({ text: s.text, documentId: s.documentId, chunkId: s.chunkId, title: s.name ?? undefined })),
+    ...input.sources.map((s) => ({
+      text: s.text,
+      documentId: s.documentId,
+      chunkId: s.chunkId,
+      title: s.name ?? undefined,
+    })),
     ...input.attachments.map((a) => ({ text: a.text, title: a.name })),
   ];
   let text = "";
   let answeredBy = model.model;
-  for await (const event of streamGroundedAnswer({ model, question: input.question, passages, history: input.history, instructions: input.systemPrompt || undefined, signal: input.signal })) {
+  for await (const event of streamGroundedAnswer({
+    model,
+    question: input.question,
+    passages,
+    history: input.history,
+    instructions: input.systemPrompt || undefined,
+    signal: input.signal,
+  })) {
     // Attachments are numbered after the sources for the model, but only the sources are shown:
     // a marker past them (or one the model invented) would cite nothing the reader can see.
     if (event.type === "text") {
@@ -155,7 +193,12 @@ async function* answerWithModel(env: Env, input: AnswerInput): AsyncIterable<Ans
       answeredBy = event.answer.model;
     }
   }
-  yield { type: "done", text, answeredBy, followUpQuestions: await followUpQuestions(model, input.question, text, input.followUpQuestions, input.signal) };
+  yield {
+    type: "done",
+    text,
+    answeredBy,
+    followUpQuestions: await followUpQuestions(model, input.question, text, input.followUpQuestions, input.signal),
+  };
 }
 
 async function transcribeAudio(env: Env, orgId: string, audio: Uint8Array, mimeType: string): Promise<string> {
@@ -163,7 +206,10 @@ async function transcribeAudio(env: Env, orgId: string, audio: Uint8Array, mimeT
   try {
     transcriber = await transcriberFor(env, { orgId }, undefined, { purpose: "this chatbot's audio" });
   } catch (error) {
-    if (error instanceof AppError && error.code === "bad_request") throw badRequest("this chatbot needs a speech-to-text connection: add a connection with a transcription model, or send text");
+    if (error instanceof AppError && error.code === "bad_request")
+      throw badRequest(
+        "this chatbot needs a speech-to-text connection: add a connection with a transcription model, or send text",
+      );
     throw error;
   }
   return (await transcriber.transcribe(audio, mimeType)).text;
@@ -188,7 +234,14 @@ async function hasTranscriber(env: Env, orgId: string): Promise<boolean> {
 export const productionChatbotServices: ChatbotServicesFactory = (env) => ({
   answer: (input) => answerWithModel(env, input),
   queryKnowledgeBases: (query) => queryKnowledge(env, query),
-  runPipeline: (input) => runPipelineForUser(env, { orgId: input.orgId, userId: input.userId, pipelineId: input.pipelineId, inputs: input.inputs, signal: input.signal }),
+  runPipeline: (input) =>
+    runPipelineForUser(env, {
+      orgId: input.orgId,
+      userId: input.userId,
+      pipelineId: input.pipelineId,
+      inputs: input.inputs,
+      signal: input.signal,
+    }),
   transcribe: ({ orgId, audio, mimeType }) => transcribeAudio(env, orgId, audio, mimeType),
   canTranscribe: (orgId) => hasTranscriber(env, orgId),
 });

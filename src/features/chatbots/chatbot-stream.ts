@@ -11,14 +11,20 @@ import { keepAliveFor } from "./keep-alive";
  * bytes the hand-written writer sent). The answer runs under `waitUntil`, so it is stored even
  * when the client goes away; pieces are queued, not awaited, so a slow reader never stalls it.
  */
-export function streamAnswer(c: Context<AppBindings>, execute: (onPiece: (text: string) => void) => Promise<RunResult>, extra: Record<string, unknown>): Response {
+export function streamAnswer(
+  c: Context<AppBindings>,
+  execute: (onPiece: (text: string) => void) => Promise<RunResult>,
+  extra: Record<string, unknown>,
+): Response {
   c.header("x-accel-buffering", "no");
   return streamSSE(c, async (sse) => {
     // Writes form one chain (in order, never awaited by the answer); the stream closes after the last.
     let written: Promise<void> = Promise.resolve();
     const send = (event: Record<string, unknown>): void => {
       const data = JSON.stringify(event);
-      written = written.then(() => (sse.aborted || sse.closed ? undefined : sse.writeSSE({ data }))).catch(() => undefined);
+      written = written
+        .then(() => (sse.aborted || sse.closed ? undefined : sse.writeSSE({ data })))
+        .catch(() => undefined);
     };
     const work = (async () => {
       try {
@@ -36,6 +42,12 @@ export function streamAnswer(c: Context<AppBindings>, execute: (onPiece: (text: 
 
 function failureMessage(error: unknown): string {
   if (error instanceof AppError) return error.message;
-  console.error(JSON.stringify({ level: "error", where: "chatbot.answer", error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
+  console.error(
+    JSON.stringify({
+      level: "error",
+      where: "chatbot.answer",
+      error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    }),
+  );
   return "the chatbot failed to answer";
 }

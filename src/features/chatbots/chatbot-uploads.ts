@@ -3,10 +3,21 @@ import { badRequest } from "../../lib/errors";
 import { decodeClientBase64 } from "../../lib/base64";
 import { newId } from "../../lib/ids";
 import type { ChatbotRow } from "./chatbots.service";
-import { conversationStub, createConversation, findConversation, type ConversationActor } from "./conversations.service";
+import {
+  conversationStub,
+  createConversation,
+  findConversation,
+  type ConversationActor,
+} from "./conversations.service";
 
 /** Documents a conversation accepts: text the answerer can read directly. */
-const TYPES_BY_EXTENSION: Record<string, string> = { txt: "text/plain", md: "text/markdown", markdown: "text/markdown", csv: "text/csv", json: "application/json" };
+const TYPES_BY_EXTENSION: Record<string, string> = {
+  txt: "text/plain",
+  md: "text/markdown",
+  markdown: "text/markdown",
+  csv: "text/csv",
+  json: "application/json",
+};
 const ALLOWED_TYPES = new Set(Object.values(TYPES_BY_EXTENSION));
 export const MAX_UPLOAD_BYTES = 1024 * 1024;
 /** Files one upload may carry (the hosted SDK's `files` parts). */
@@ -27,7 +38,6 @@ function mimeTypeOf(file: UploadedFile, field: string): string {
   if (byName && (declared === "" || declared === "application/octet-stream")) return byName;
   throw badRequest(`${field}: type ${declared || "unknown"} is not accepted; send text, markdown, CSV or JSON`);
 }
-
 
 interface CheckedFile {
   name: string;
@@ -55,8 +65,16 @@ function checkFile(file: UploadedFile, field: string): CheckedFile {
  * conversation (a new one, named after the first file, when none is named): one bad file leaves
  * nothing behind.
  */
-async function attach(env: Env, chatbot: ChatbotRow, actor: ConversationActor, conversationId: string | undefined, files: CheckedFile[]) {
-  const conversation = conversationId ? await findConversation(env, chatbot, actor, conversationId) : await createConversation(env, chatbot, actor, files[0].name);
+async function attach(
+  env: Env,
+  chatbot: ChatbotRow,
+  actor: ConversationActor,
+  conversationId: string | undefined,
+  files: CheckedFile[],
+) {
+  const conversation = conversationId
+    ? await findConversation(env, chatbot, actor, conversationId)
+    : await createConversation(env, chatbot, actor, files[0].name);
   const stub = conversationStub(env, conversation.id);
   const attached = [];
   for (const file of files) {
@@ -64,7 +82,15 @@ async function attach(env: Env, chatbot: ChatbotRow, actor: ConversationActor, c
     const objectKey = `chatbots/${chatbot.id}/conversations/${conversation.id}/${id}`;
     await env.FILES.put(objectKey, file.bytes, { httpMetadata: { contentType: file.mimeType } });
     const createdAt = new Date().toISOString();
-    await stub.addAttachment({ id, name: file.name, mimeType: file.mimeType, size: file.bytes.length, objectKey, createdAt, text: file.text });
+    await stub.addAttachment({
+      id,
+      name: file.name,
+      mimeType: file.mimeType,
+      size: file.bytes.length,
+      objectKey,
+      createdAt,
+      text: file.text,
+    });
     attached.push({ _id: id, name: file.name, mimeType: file.mimeType, size: file.bytes.length, createdAt });
   }
   return { conversationId: conversation.id, attached };
@@ -86,11 +112,14 @@ export interface UploadInput {
 export async function attachUploads(env: Env, chatbot: ChatbotRow, actor: ConversationActor, input: UploadInput) {
   if (input.file !== undefined && input.files !== undefined) throw badRequest("give file or files, not both");
   if (input.file !== undefined) {
-    const { conversationId, attached } = await attach(env, chatbot, actor, input.conversation_id, [checkFile(input.file, "file")]);
+    const { conversationId, attached } = await attach(env, chatbot, actor, input.conversation_id, [
+      checkFile(input.file, "file"),
+    ]);
     return { conversation_id: conversationId, attachment: attached[0] };
   }
   const list = input.files === undefined ? [] : Array.isArray(input.files) ? input.files : [input.files];
-  if (list.length === 0) throw badRequest("files: attach at least one file (multipart parts named files, or one named file)");
+  if (list.length === 0)
+    throw badRequest("files: attach at least one file (multipart parts named files, or one named file)");
   if (list.length > MAX_UPLOAD_FILES) throw badRequest(`files: at most ${MAX_UPLOAD_FILES} files at once`);
   const checked = list.map((file, i) => checkFile(file, list.length === 1 ? "files" : `files[${i}]`));
   const { conversationId, attached } = await attach(env, chatbot, actor, input.conversation_id, checked);

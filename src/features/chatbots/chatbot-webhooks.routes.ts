@@ -25,14 +25,27 @@ export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>, serv
       path: "/chatbots/webhooks/telephony/:chatbot_id",
       produces: "text/xml",
       summary: "Inbound telephony webhook (SMS and calls); answers in the provider's XML",
-      description: "Signed by the provider: `X-Telephony-Signature` is base64 HMAC-SHA1 (keyed with the account's auth token) of the full URL followed by the sorted form parameters, names then values. Unsigned, wrongly signed and replayed requests are refused.",
+      description:
+        "Signed by the provider: `X-Telephony-Signature` is base64 HMAC-SHA1 (keyed with the account's auth token) of the full URL followed by the sorted form parameters, names then values. Unsigned, wrongly signed and replayed requests are refused.",
       params: ChatbotIdParams,
       maxBodyBytes: MAX_WEBHOOK_BYTES,
-      responses: { 401: "Unsigned or wrongly signed", 404: "No chatbot with telephony enabled", 409: "Replayed request", 413: "Body over 256 KiB" },
+      responses: {
+        401: "Unsigned or wrongly signed",
+        404: "No chatbot with telephony enabled",
+        409: "Replayed request",
+        413: "Body over 256 KiB",
+      },
     },
     async (c, { params }) => {
       const signature = c.req.header("x-telephony-signature") ?? c.req.header("x-twilio-signature");
-      const reply = await handleTelephonyWebhook(c.env, services(c.env), params.chatbot_id, c.req.url, new TextDecoder().decode(cappedBody(c)), signature);
+      const reply = await handleTelephonyWebhook(
+        c.env,
+        services(c.env),
+        params.chatbot_id,
+        c.req.url,
+        new TextDecoder().decode(cappedBody(c)),
+        signature,
+      );
       return c.body(reply, 200, { "content-type": "text/xml; charset=utf-8" });
     },
   );
@@ -44,17 +57,34 @@ export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>, serv
       method: "post",
       path: "/chatbots/webhooks/chatworkspace/:chatbot_id",
       response: WebhookReply,
-      summary: "Inbound chat workspace events; answers the URL verification challenge and replies through the workspace's web API",
-      description: "Signed by the workspace: `X-Chatworkspace-Signature: v0=<hex HMAC-SHA256 of v0:<timestamp>:<body>>` with `X-Chatworkspace-Request-Timestamp`; requests more than 5 minutes off are stale. Unsigned, stale, wrongly signed and replayed requests are refused.",
+      summary:
+        "Inbound chat workspace events; answers the URL verification challenge and replies through the workspace's web API",
+      description:
+        "Signed by the workspace: `X-Chatworkspace-Signature: v0=<hex HMAC-SHA256 of v0:<timestamp>:<body>>` with `X-Chatworkspace-Request-Timestamp`; requests more than 5 minutes off are stale. Unsigned, stale, wrongly signed and replayed requests are refused.",
       params: ChatbotIdParams,
       maxBodyBytes: MAX_WEBHOOK_BYTES,
-      responses: { 401: "Unsigned, stale or wrongly signed", 404: "No chatbot with the workspace integration enabled", 409: "Replayed event", 413: "Body over 256 KiB" },
+      responses: {
+        401: "Unsigned, stale or wrongly signed",
+        404: "No chatbot with the workspace integration enabled",
+        409: "Replayed event",
+        413: "Body over 256 KiB",
+      },
     },
     async (c, { params }) => {
       const timestamp = c.req.header("x-chatworkspace-request-timestamp") ?? c.req.header("x-slack-request-timestamp");
       const signature = c.req.header("x-chatworkspace-signature") ?? c.req.header("x-slack-signature");
       const env = c.env;
-      return c.json(await handleWorkspaceWebhook(env, services(env), params.chatbot_id, new TextDecoder().decode(cappedBody(c)), timestamp, signature, keepAliveFor(c)));
+      return c.json(
+        await handleWorkspaceWebhook(
+          env,
+          services(env),
+          params.chatbot_id,
+          new TextDecoder().decode(cappedBody(c)),
+          timestamp,
+          signature,
+          keepAliveFor(c),
+        ),
+      );
     },
   );
 }

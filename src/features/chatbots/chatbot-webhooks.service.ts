@@ -9,7 +9,13 @@ import { tryParseJson } from "../../lib/body";
 import { egressFetch } from "../../lib/egress";
 import { DEFAULT_WORKSPACE_API, WORKSPACE_API_HOSTS } from "./chatbots.schemas";
 import type { ChatbotServices } from "./chatbot-services";
-import { parseObject, type ChatbotRow, type ChatWorkspaceSettings, type DeploymentSettings, type TelephonySettings } from "./chatbots.service";
+import {
+  parseObject,
+  type ChatbotRow,
+  type ChatWorkspaceSettings,
+  type DeploymentSettings,
+  type TelephonySettings,
+} from "./chatbots.service";
 import { executeRun, prepareRun } from "./chatbot-run";
 import { conversationNameFrom } from "./history-budget";
 import { createConversation, findChannelConversation } from "./conversations.service";
@@ -35,13 +41,21 @@ async function firstDelivery(env: Env, key: string): Promise<boolean> {
   const now = Math.floor(Date.now() / 1000);
   const [, inserted] = await env.DB.batch([
     env.DB.prepare("DELETE FROM chatbot_webhook_replays WHERE created_at < ?").bind(now - REPLAY_MEMORY_SECONDS),
-    env.DB.prepare("INSERT INTO chatbot_webhook_replays (key, created_at) VALUES (?, ?) ON CONFLICT(key) DO NOTHING").bind(key, now),
+    env.DB.prepare(
+      "INSERT INTO chatbot_webhook_replays (key, created_at) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
+    ).bind(key, now),
   ]);
   return inserted.meta.changes === 1;
 }
 
 /** The integration caller's conversation, created on their first message (concurrent first messages share one). */
-async function channelConversationId(env: Env, chatbot: ChatbotRow, channel: "telephony" | "chatworkspace", key: string, text: string): Promise<string> {
+async function channelConversationId(
+  env: Env,
+  chatbot: ChatbotRow,
+  channel: "telephony" | "chatworkspace",
+  key: string,
+  text: string,
+): Promise<string> {
   const existing = await findChannelConversation(env, chatbot, channel, key);
   if (existing) return existing.id;
   try {
@@ -53,9 +67,23 @@ async function channelConversationId(env: Env, chatbot: ChatbotRow, channel: "te
   }
 }
 
-async function answerOnChannel(env: Env, services: ChatbotServices, chatbot: ChatbotRow, channel: "telephony" | "chatworkspace", key: string, text: string): Promise<string> {
+async function answerOnChannel(
+  env: Env,
+  services: ChatbotServices,
+  chatbot: ChatbotRow,
+  channel: "telephony" | "chatworkspace",
+  key: string,
+  text: string,
+): Promise<string> {
   const conversationId = await channelConversationId(env, chatbot, channel, key, text);
-  const prepared = await prepareRun(env, services, chatbot, { kind: "channel", channel, key }, { text, conversation_id: conversationId, stream: false }, false);
+  const prepared = await prepareRun(
+    env,
+    services,
+    chatbot,
+    { kind: "channel", channel, key },
+    { text, conversation_id: conversationId, stream: false },
+    false,
+  );
   const result = await executeRun(env, services, prepared, () => undefined);
   if (result.failure) throw result.failure;
   return result.output_message;
@@ -68,7 +96,14 @@ const xml = (body: string): string => `<?xml version="1.0" encoding="UTF-8"?><Re
  * refuses replays, answers the caller's text (an SMS `Body` or a call's `SpeechResult`) and
  * replies in the provider's XML (`Message` for SMS, `Say` then `Gather` for calls).
  */
-export async function handleTelephonyWebhook(env: Env, services: ChatbotServices, chatbotId: string, url: string, rawBody: string, signature: string | undefined): Promise<string> {
+export async function handleTelephonyWebhook(
+  env: Env,
+  services: ChatbotServices,
+  chatbotId: string,
+  url: string,
+  rawBody: string,
+  signature: string | undefined,
+): Promise<string> {
   const chatbot = await chatbotById(env, chatbotId);
   const settings = parseObject<TelephonySettings>(chatbot.telephony);
   if (!settings.enabled || !chatbot.telephonyTokenSealed) throw notFound("chatbot");
@@ -76,7 +111,8 @@ export async function handleTelephonyWebhook(env: Env, services: ChatbotServices
   const params = [...new URLSearchParams(rawBody).entries()];
   const authToken = await decryptSecret(chatbot.telephonyTokenSealed, requireSecret(env, "ENCRYPTION_KEY"));
   if (!(await verifyTelephonySignature(authToken, url, params, signature))) throw refused("invalid request signature");
-  if (!(await firstDelivery(env, `telephony:${chatbotId}:${signature}`))) throw new AppError("conflict", "this request was already processed");
+  if (!(await firstDelivery(env, `telephony:${chatbotId}:${signature}`)))
+    throw new AppError("conflict", "this request was already processed");
 
   const form = new Map(params);
   const from = form.get("From");
@@ -125,28 +161,51 @@ export async function handleWorkspaceWebhook(
 ): Promise<{ challenge: string } | { ok: true; ignored?: boolean }> {
   const chatbot = await chatbotById(env, chatbotId);
   const settings = parseObject<ChatWorkspaceSettings>(chatbot.chatworkspace);
-  if (!settings.enabled || !chatbot.chatworkspaceSigningSealed || !chatbot.chatworkspaceTokenSealed) throw notFound("chatbot");
+  if (!settings.enabled || !chatbot.chatworkspaceSigningSealed || !chatbot.chatworkspaceTokenSealed)
+    throw notFound("chatbot");
   const key = requireSecret(env, "ENCRYPTION_KEY");
   const signingSecret = await decryptSecret(chatbot.chatworkspaceSigningSealed, key);
-  const check = await checkWorkspaceRequest(signingSecret, timestamp, signature, rawBody, Math.floor(Date.now() / 1000));
+  const check = await checkWorkspaceRequest(
+    signingSecret,
+    timestamp,
+    signature,
+    rawBody,
+    Math.floor(Date.now() / 1000),
+  );
   if (check === "unsigned") throw refused("missing request signature or timestamp");
   if (check === "stale") throw refused("stale request timestamp");
   if (check === "invalid") throw refused("invalid request signature");
 
   const payload = tryParseJson(rawBody);
-  if (!payload || typeof payload !== "object" || Array.isArray(payload)) throw badRequest("request body is not a JSON object");
-  const body = payload as { type?: string; challenge?: string; event_id?: string; team_id?: string; event?: WorkspaceEvent };
+  if (!payload || typeof payload !== "object" || Array.isArray(payload))
+    throw badRequest("request body is not a JSON object");
+  const body = payload as {
+    type?: string;
+    challenge?: string;
+    event_id?: string;
+    team_id?: string;
+    event?: WorkspaceEvent;
+  };
   if (body.type === "url_verification") {
     if (typeof body.challenge !== "string") throw badRequest("challenge: is required");
     return { challenge: body.challenge };
   }
   if (body.type !== "event_callback" || !body.event) return { ok: true, ignored: true };
-  if (settings.team_id && body.team_id && body.team_id !== settings.team_id) throw refused("request from another workspace");
+  if (settings.team_id && body.team_id && body.team_id !== settings.team_id)
+    throw refused("request from another workspace");
   const eventId = body.event_id ?? `${body.event.channel}:${body.event.ts}`;
-  if (!(await firstDelivery(env, `chatworkspace:${chatbotId}:${eventId}`))) throw new AppError("conflict", "this event was already processed");
+  if (!(await firstDelivery(env, `chatworkspace:${chatbotId}:${eventId}`)))
+    throw new AppError("conflict", "this event was already processed");
   const event = body.event;
   // The bot's own messages come back as events too: answering them would loop forever.
-  if ((event.type !== "message" && event.type !== "app_mention") || event.bot_id || event.subtype || !event.channel || !event.text?.trim()) return { ok: true, ignored: true };
+  if (
+    (event.type !== "message" && event.type !== "app_mention") ||
+    event.bot_id ||
+    event.subtype ||
+    !event.channel ||
+    !event.text?.trim()
+  )
+    return { ok: true, ignored: true };
 
   const channel = event.channel;
   const text = event.text.replace(/<@[A-Z0-9]+>/g, "").trim() || event.text.trim();
@@ -156,9 +215,19 @@ export async function handleWorkspaceWebhook(
     (async () => {
       let reply: string;
       try {
-        reply = await answerOnChannel(env, services, chatbot, "chatworkspace", `${body.team_id ?? "-"}:${channel}`, text);
+        reply = await answerOnChannel(
+          env,
+          services,
+          chatbot,
+          "chatworkspace",
+          `${body.team_id ?? "-"}:${channel}`,
+          text,
+        );
       } catch (error) {
-        log(env.LOG_LEVEL, "error", "chatbot_chatworkspace_failed", { chatbot_id: chatbotId, cause: causeChain(error) });
+        log(env.LOG_LEVEL, "error", "chatbot_chatworkspace_failed", {
+          chatbot_id: chatbotId,
+          cause: causeChain(error),
+        });
         reply = "Sorry, I could not answer that right now.";
       }
       // Checked again here, not only when saved: a stored URL from before the allow-list must not get the token.
@@ -169,11 +238,25 @@ export async function handleWorkspaceWebhook(
           headers: { "content-type": "application/json; charset=utf-8", authorization: `Bearer ${botToken}` },
           body: JSON.stringify({ channel, text: reply, thread_ts: event.thread_ts ?? event.ts }),
         },
-        { rules: { allowHosts: WORKSPACE_API_HOSTS }, maxBytes: MAX_WORKSPACE_REPLY_BYTES, timeoutMs: WORKSPACE_TIMEOUT_MS, fetch: services.fetch },
+        {
+          rules: { allowHosts: WORKSPACE_API_HOSTS },
+          maxBytes: MAX_WORKSPACE_REPLY_BYTES,
+          timeoutMs: WORKSPACE_TIMEOUT_MS,
+          fetch: services.fetch,
+        },
       );
       await response.body?.cancel();
-      if (!response.ok) log(env.LOG_LEVEL, "warn", "chatbot_chatworkspace_post_failed", { chatbot_id: chatbotId, status: response.status });
-    })().catch((error: unknown) => log(env.LOG_LEVEL, "warn", "chatbot_chatworkspace_post_failed", { chatbot_id: chatbotId, cause: causeChain(error) })),
+      if (!response.ok)
+        log(env.LOG_LEVEL, "warn", "chatbot_chatworkspace_post_failed", {
+          chatbot_id: chatbotId,
+          status: response.status,
+        });
+    })().catch((error: unknown) =>
+      log(env.LOG_LEVEL, "warn", "chatbot_chatworkspace_post_failed", {
+        chatbot_id: chatbotId,
+        cause: causeChain(error),
+      }),
+    ),
   );
   return { ok: true };
 }

@@ -9,7 +9,14 @@ import { hasRole } from "../../middleware/auth";
 import { auditInsert } from "../audit/audit.service";
 
 export { chatbotRecord, DEFAULT_RATE_LIMIT_PER_MINUTE, knowledgeBaseIdsOf, parseObject } from "./chatbot-record";
-export type { AccessSettings, ChatbotRow, ChatWorkspaceSettings, DeploymentSettings, RbacSettings, TelephonySettings } from "./chatbot-record";
+export type {
+  AccessSettings,
+  ChatbotRow,
+  ChatWorkspaceSettings,
+  DeploymentSettings,
+  RbacSettings,
+  TelephonySettings,
+} from "./chatbot-record";
 import { parseObject, type ChatbotRow, type RbacSettings } from "./chatbot-record";
 
 /** A chatbot of the caller's organization, else 404 (another organization's chatbot is not found either). */
@@ -29,8 +36,15 @@ export async function fetchChatbot(env: Env, auth: AuthContext, query: FetchQuer
   return assertVisible(rows[0], auth, "chatbot");
 }
 
-export async function listChatbots(env: Env, auth: AuthContext, includeShared: boolean, onlyBrowserExtension = false): Promise<ChatbotRow[]> {
-  const scope = includeShared ? eq(chatbots.orgId, auth.orgId) : and(eq(chatbots.orgId, auth.orgId), eq(chatbots.ownerId, auth.userId));
+export async function listChatbots(
+  env: Env,
+  auth: AuthContext,
+  includeShared: boolean,
+  onlyBrowserExtension = false,
+): Promise<ChatbotRow[]> {
+  const scope = includeShared
+    ? eq(chatbots.orgId, auth.orgId)
+    : and(eq(chatbots.orgId, auth.orgId), eq(chatbots.ownerId, auth.userId));
   const where = onlyBrowserExtension ? and(scope, eq(chatbots.browserExtension, true)) : scope;
   return database(env).select().from(chatbots).where(where).orderBy(chatbots.createdAt, chatbots.id);
 }
@@ -41,7 +55,10 @@ export function assertCanEdit(row: ChatbotRow, auth: AuthContext): void {
   if (row.ownerId === auth.userId || hasRole(auth, "admin")) return;
   const rbac = parseObject<RbacSettings>(row.rbac);
   if (rbac.editors?.includes(auth.userId) || rbac.editor_roles?.includes(auth.role)) return;
-  throw new AppError("forbidden", "only the chatbot's owner, an admin or an editor named in its access rules can change it");
+  throw new AppError(
+    "forbidden",
+    "only the chatbot's owner, an admin or an editor named in its access rules can change it",
+  );
 }
 
 /** With runners or runner roles set, only they (and editors) may run the chatbot; otherwise every member may. */
@@ -50,7 +67,12 @@ export function canRun(row: ChatbotRow, auth: { userId: string; role: Role }): b
   const rbac = parseObject<RbacSettings>(row.rbac);
   const restricted = (rbac.runners?.length ?? 0) > 0 || (rbac.runner_roles?.length ?? 0) > 0;
   if (!restricted) return true;
-  return Boolean(rbac.runners?.includes(auth.userId) || rbac.runner_roles?.includes(auth.role) || rbac.editors?.includes(auth.userId) || rbac.editor_roles?.includes(auth.role));
+  return Boolean(
+    rbac.runners?.includes(auth.userId) ||
+      rbac.runner_roles?.includes(auth.role) ||
+      rbac.editors?.includes(auth.userId) ||
+      rbac.editor_roles?.includes(auth.role),
+  );
 }
 
 export function assertCanRun(row: ChatbotRow, auth: AuthContext): void {
@@ -59,7 +81,10 @@ export function assertCanRun(row: ChatbotRow, auth: AuthContext): void {
 
 /** Conversation ids of a chatbot, so their Durable Objects can be emptied with it. */
 export async function conversationIdsOf(env: Env, chatbotId: string): Promise<string[]> {
-  const rows = await database(env).select({ id: chatbotConversations.id }).from(chatbotConversations).where(eq(chatbotConversations.chatbotId, chatbotId));
+  const rows = await database(env)
+    .select({ id: chatbotConversations.id })
+    .from(chatbotConversations)
+    .where(eq(chatbotConversations.chatbotId, chatbotId));
   return rows.map((r) => r.id);
 }
 
@@ -71,7 +96,12 @@ export async function deleteChatbot(env: Env, auth: AuthContext, id: string): Pr
   await db.batch([
     db.delete(chatbotConversations).where(eq(chatbotConversations.chatbotId, id)),
     db.delete(chatbots).where(eq(chatbots.id, id)),
-    auditInsert(env, auth, { action: "chatbot.delete", targetType: "chatbot", targetId: id, details: { name: row.name } }),
+    auditInsert(env, auth, {
+      action: "chatbot.delete",
+      targetType: "chatbot",
+      targetId: id,
+      details: { name: row.name },
+    }),
   ]);
   return conversationIds;
 }
@@ -79,17 +109,30 @@ export async function deleteChatbot(env: Env, auth: AuthContext, id: string): Pr
 /** Every id must be a user of the caller's organization. */
 export async function assertOrgUsers(env: Env, auth: AuthContext, ids: string[], field: string): Promise<void> {
   if (ids.length === 0) return;
-  const found = await database(env).select({ id: users.id }).from(users).where(and(eq(users.orgId, auth.orgId), inArray(users.id, ids)));
+  const found = await database(env)
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.orgId, auth.orgId), inArray(users.id, ids)));
   const known = new Set(found.map((r) => r.id));
   const missing = ids.find((id) => !known.has(id));
   if (missing) throw badRequest(`${field}: user ${missing} is not in this organization`);
 }
 
-export async function saveChatbot(env: Env, auth: AuthContext, row: ChatbotRow, changes: Partial<ChatbotRow>, action: string, fields: string[]): Promise<ChatbotRow> {
+export async function saveChatbot(
+  env: Env,
+  auth: AuthContext,
+  row: ChatbotRow,
+  changes: Partial<ChatbotRow>,
+  action: string,
+  fields: string[],
+): Promise<ChatbotRow> {
   const next = { ...row, ...changes, updatedAt: new Date().toISOString() };
   const db = database(env);
   await db.batch([
-    db.update(chatbots).set({ ...changes, updatedAt: next.updatedAt }).where(eq(chatbots.id, row.id)),
+    db
+      .update(chatbots)
+      .set({ ...changes, updatedAt: next.updatedAt })
+      .where(eq(chatbots.id, row.id)),
     auditInsert(env, auth, { action, targetType: "chatbot", targetId: row.id, details: { fields } }),
   ]);
   return next;

@@ -22,7 +22,8 @@ export function conversationStub(env: Env, conversationId: string): RpcSurface<C
 }
 
 function actorFilter(actor: ConversationActor) {
-  if (actor.kind === "user") return and(eq(chatbotConversations.ownerId, actor.userId), isNull(chatbotConversations.visitorId));
+  if (actor.kind === "user")
+    return and(eq(chatbotConversations.ownerId, actor.userId), isNull(chatbotConversations.visitorId));
   if (actor.kind === "visitor") return eq(chatbotConversations.visitorId, actor.visitorId);
   return eq(chatbotConversations.channelKey, `${actor.channel}:${actor.key}`);
 }
@@ -55,7 +56,12 @@ export function messageRecord(message: StoredMessage, showSources: boolean) {
   };
 }
 
-export async function createConversation(env: Env, chatbot: ChatbotRow, actor: ConversationActor, name: string): Promise<ConversationRow> {
+export async function createConversation(
+  env: Env,
+  chatbot: ChatbotRow,
+  actor: ConversationActor,
+  name: string,
+): Promise<ConversationRow> {
   const now = new Date().toISOString();
   const row: ConversationRow = {
     id: newId(),
@@ -75,32 +81,62 @@ export async function createConversation(env: Env, chatbot: ChatbotRow, actor: C
 }
 
 /** A conversation of this chatbot that belongs to this actor, else 404. */
-export async function findConversation(env: Env, chatbot: ChatbotRow, actor: ConversationActor, conversationId: string): Promise<ConversationRow> {
+export async function findConversation(
+  env: Env,
+  chatbot: ChatbotRow,
+  actor: ConversationActor,
+  conversationId: string,
+): Promise<ConversationRow> {
   const rows = await database(env)
     .select()
     .from(chatbotConversations)
-    .where(and(eq(chatbotConversations.id, conversationId), eq(chatbotConversations.chatbotId, chatbot.id), eq(chatbotConversations.orgId, chatbot.orgId), actorFilter(actor)))
+    .where(
+      and(
+        eq(chatbotConversations.id, conversationId),
+        eq(chatbotConversations.chatbotId, chatbot.id),
+        eq(chatbotConversations.orgId, chatbot.orgId),
+        actorFilter(actor),
+      ),
+    )
     .limit(1);
   if (!rows[0]) throw notFound("conversation");
   return rows[0];
 }
 
 /** The integration caller's one running conversation (a phone number, a workspace channel), if any. */
-export async function findChannelConversation(env: Env, chatbot: ChatbotRow, channel: "telephony" | "chatworkspace", key: string): Promise<ConversationRow | null> {
+export async function findChannelConversation(
+  env: Env,
+  chatbot: ChatbotRow,
+  channel: "telephony" | "chatworkspace",
+  key: string,
+): Promise<ConversationRow | null> {
   const rows = await database(env)
     .select()
     .from(chatbotConversations)
-    .where(and(eq(chatbotConversations.chatbotId, chatbot.id), eq(chatbotConversations.channelKey, `${channel}:${key}`)))
+    .where(
+      and(eq(chatbotConversations.chatbotId, chatbot.id), eq(chatbotConversations.channelKey, `${channel}:${key}`)),
+    )
     .limit(1);
   return rows[0] ?? null;
 }
 
 /** A signed-in user's own conversation, by id alone (Group B routes name no chatbot). */
-export async function findOwnConversation(env: Env, auth: AuthContext, conversationId: string): Promise<ConversationRow> {
+export async function findOwnConversation(
+  env: Env,
+  auth: AuthContext,
+  conversationId: string,
+): Promise<ConversationRow> {
   const rows = await database(env)
     .select()
     .from(chatbotConversations)
-    .where(and(eq(chatbotConversations.id, conversationId), eq(chatbotConversations.orgId, auth.orgId), eq(chatbotConversations.ownerId, auth.userId), isNull(chatbotConversations.visitorId)))
+    .where(
+      and(
+        eq(chatbotConversations.id, conversationId),
+        eq(chatbotConversations.orgId, auth.orgId),
+        eq(chatbotConversations.ownerId, auth.userId),
+        isNull(chatbotConversations.visitorId),
+      ),
+    )
     .limit(1);
   if (!rows[0]) throw notFound("conversation");
   return rows[0];
@@ -113,9 +149,22 @@ export async function recordTurn(env: Env, conversationId: string): Promise<void
     .where(eq(chatbotConversations.id, conversationId));
 }
 
-export async function listConversations(env: Env, orgId: string, actor: ConversationActor, chatbotId: string | undefined, limit: number): Promise<ConversationRow[]> {
-  const where = chatbotId ? and(eq(chatbotConversations.orgId, orgId), actorFilter(actor), eq(chatbotConversations.chatbotId, chatbotId)) : and(eq(chatbotConversations.orgId, orgId), actorFilter(actor));
-  return database(env).select().from(chatbotConversations).where(where).orderBy(desc(chatbotConversations.updatedAt), desc(chatbotConversations.id)).limit(limit);
+export async function listConversations(
+  env: Env,
+  orgId: string,
+  actor: ConversationActor,
+  chatbotId: string | undefined,
+  limit: number,
+): Promise<ConversationRow[]> {
+  const where = chatbotId
+    ? and(eq(chatbotConversations.orgId, orgId), actorFilter(actor), eq(chatbotConversations.chatbotId, chatbotId))
+    : and(eq(chatbotConversations.orgId, orgId), actorFilter(actor));
+  return database(env)
+    .select()
+    .from(chatbotConversations)
+    .where(where)
+    .orderBy(desc(chatbotConversations.updatedAt), desc(chatbotConversations.id))
+    .limit(limit);
 }
 
 export async function readConversation(env: Env, row: ConversationRow, showSources: boolean) {
@@ -123,7 +172,13 @@ export async function readConversation(env: Env, row: ConversationRow, showSourc
   return {
     ...conversationRecord(row),
     messages: messages.map((m) => messageRecord(m, showSources)),
-    attachments: attachments.map((a) => ({ _id: a.id, name: a.name, mimeType: a.mimeType, size: a.size, createdAt: a.createdAt })),
+    attachments: attachments.map((a) => ({
+      _id: a.id,
+      name: a.name,
+      mimeType: a.mimeType,
+      size: a.size,
+      createdAt: a.createdAt,
+    })),
   };
 }
 
@@ -144,11 +199,17 @@ export async function deleteConversations(env: Env, ids: string[]): Promise<void
 
 export function feedbackValue(input: Pick<FeedbackInput, "like" | "feedback">): "like" | "dislike" | null {
   if (input.feedback) return input.feedback === "none" ? null : input.feedback;
-  if (input.like === undefined) throw invalidInput(["body", "like"], "give like (true or false) or feedback (like, dislike or none)", "missing");
+  if (input.like === undefined)
+    throw invalidInput(["body", "like"], "give like (true or false) or feedback (like, dislike or none)", "missing");
   return input.like ? "like" : "dislike";
 }
 
-export async function setMessageFeedback(env: Env, row: ConversationRow, messageId: string, feedback: "like" | "dislike" | null): Promise<void> {
+export async function setMessageFeedback(
+  env: Env,
+  row: ConversationRow,
+  messageId: string,
+  feedback: "like" | "dislike" | null,
+): Promise<void> {
   const outcome = await conversationStub(env, row.id).setFeedback(messageId, feedback);
   if (outcome === "not_found") throw notFound("message");
   if (outcome === "not_an_answer") throw badRequest("only the chatbot's answers can be liked or disliked");

@@ -3,7 +3,19 @@ import { AppError, badRequest } from "../../lib/errors";
 import { hasRole } from "../../middleware/auth";
 import { encryptSecret, hashPassword } from "../../lib/crypto";
 import { requireSecret } from "../../lib/config";
-import { assertCanEdit, assertOrgUsers, getVisibleChatbot, parseObject, saveChatbot, type AccessSettings, type ChatbotRow, type ChatWorkspaceSettings, type DeploymentSettings, type RbacSettings, type TelephonySettings } from "./chatbots.service";
+import {
+  assertCanEdit,
+  assertOrgUsers,
+  getVisibleChatbot,
+  parseObject,
+  saveChatbot,
+  type AccessSettings,
+  type ChatbotRow,
+  type ChatWorkspaceSettings,
+  type DeploymentSettings,
+  type RbacSettings,
+  type TelephonySettings,
+} from "./chatbots.service";
 import type { AccessInput, ChatWorkspaceInput, DeploymentInput, RbacInput, TelephonyInput } from "./chatbots.schemas";
 
 async function editable(env: Env, auth: AuthContext, chatbotId: string): Promise<ChatbotRow> {
@@ -18,8 +30,11 @@ async function editable(env: Env, auth: AuthContext, chatbotId: string): Promise
  * server of their own, or swap the signing secret and forge the integration's requests.
  */
 function assertMayChangeIntegration(auth: AuthContext, fields: Record<string, unknown>): void {
-  const sensitive = Object.entries(fields).filter(([, value]) => value !== undefined).map(([key]) => key);
-  if (sensitive.length > 0 && !hasRole(auth, "admin")) throw new AppError("forbidden", `only an owner or admin of the organization can change ${sensitive.join(", ")}`);
+  const sensitive = Object.entries(fields)
+    .filter(([, value]) => value !== undefined)
+    .map(([key]) => key);
+  if (sensitive.length > 0 && !hasRole(auth, "admin"))
+    throw new AppError("forbidden", `only an owner or admin of the organization can change ${sensitive.join(", ")}`);
 }
 
 function definedFields<T extends object>(input: T, skip: string[]): string[] {
@@ -36,13 +51,18 @@ function mergedDeployment(row: ChatbotRow, input: Settings<DeploymentInput>): De
   // chatbot_id (on the settings routes) names the chatbot; it is not a setting.
   const { browser_extension: _ext, ...settings } = { ...input, chatbot_id: undefined };
   const next: DeploymentSettings = { ...current };
-  for (const [key, value] of Object.entries(settings)) if (value !== undefined) (next as Record<string, unknown>)[key] = value;
+  for (const [key, value] of Object.entries(settings))
+    if (value !== undefined) (next as Record<string, unknown>)[key] = value;
   return next;
 }
 
 export async function deploy(env: Env, auth: AuthContext, input: DeploymentInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
-  const changes: Partial<ChatbotRow> = { deployed: true, deployedAt: row.deployed ? row.deployedAt : new Date().toISOString(), deployment: JSON.stringify(mergedDeployment(row, input)) };
+  const changes: Partial<ChatbotRow> = {
+    deployed: true,
+    deployedAt: row.deployed ? row.deployedAt : new Date().toISOString(),
+    deployment: JSON.stringify(mergedDeployment(row, input)),
+  };
   if (input.browser_extension !== undefined) changes.browserExtension = input.browser_extension;
   return saveChatbot(env, auth, row, changes, "chatbot.deploy", definedFields(input, ["chatbot_id"]));
 }
@@ -67,7 +87,14 @@ export async function updateDeployment(env: Env, auth: AuthContext, input: Deplo
 export async function updateAccess(env: Env, auth: AuthContext, input: AccessInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
   // The password never appears in the audit log, only that it changed.
-  return saveChatbot(env, auth, row, await accessChanges(row, input), "chatbot.update_access", definedFields(input, ["chatbot_id"]));
+  return saveChatbot(
+    env,
+    auth,
+    row,
+    await accessChanges(row, input),
+    "chatbot.update_access",
+    definedFields(input, ["chatbot_id"]),
+  );
 }
 
 export async function accessChanges(row: ChatbotRow, input: Settings<AccessInput>): Promise<Partial<ChatbotRow>> {
@@ -89,7 +116,14 @@ export async function updateRbac(env: Env, auth: AuthContext, input: RbacInput):
   if (input.editor_roles) next.editor_roles = [...new Set(input.editor_roles)];
   if (input.runners) next.runners = [...new Set(input.runners)];
   if (input.runner_roles) next.runner_roles = [...new Set(input.runner_roles)];
-  return saveChatbot(env, auth, row, { rbac: JSON.stringify(next) }, "chatbot.update_rbac", definedFields(input, ["chatbot_id"]));
+  return saveChatbot(
+    env,
+    auth,
+    row,
+    { rbac: JSON.stringify(next) },
+    "chatbot.update_rbac",
+    definedFields(input, ["chatbot_id"]),
+  );
 }
 
 async function seal(env: Env, secret: string): Promise<string> {
@@ -98,10 +132,22 @@ async function seal(env: Env, secret: string): Promise<string> {
 
 export async function updateTelephony(env: Env, auth: AuthContext, input: TelephonyInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
-  return saveChatbot(env, auth, row, await telephonyChanges(env, auth, row, input), "chatbot.update_telephony", definedFields(input, ["chatbot_id"]));
+  return saveChatbot(
+    env,
+    auth,
+    row,
+    await telephonyChanges(env, auth, row, input),
+    "chatbot.update_telephony",
+    definedFields(input, ["chatbot_id"]),
+  );
 }
 
-export async function telephonyChanges(env: Env, auth: AuthContext, row: ChatbotRow, input: Settings<TelephonyInput>): Promise<Partial<ChatbotRow>> {
+export async function telephonyChanges(
+  env: Env,
+  auth: AuthContext,
+  row: ChatbotRow,
+  input: Settings<TelephonyInput>,
+): Promise<Partial<ChatbotRow>> {
   assertMayChangeIntegration(auth, { auth_token: input.auth_token });
   const next: TelephonySettings = { ...parseObject<TelephonySettings>(row.telephony) };
   if (input.account_sid) next.account_sid = input.account_sid;
@@ -112,18 +158,35 @@ export async function telephonyChanges(env: Env, auth: AuthContext, row: Chatbot
     changes.telephonyTokenSealed = await seal(env, input.auth_token);
     next.auth_token_last_four = input.auth_token.slice(-4);
   }
-  if (next.enabled && !(changes.telephonyTokenSealed ?? row.telephonyTokenSealed)) throw badRequest("auth_token: is required to enable the telephony integration");
+  if (next.enabled && !(changes.telephonyTokenSealed ?? row.telephonyTokenSealed))
+    throw badRequest("auth_token: is required to enable the telephony integration");
   changes.telephony = JSON.stringify(next);
   return changes;
 }
 
 export async function updateChatWorkspace(env: Env, auth: AuthContext, input: ChatWorkspaceInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
-  return saveChatbot(env, auth, row, await chatWorkspaceChanges(env, auth, row, input), "chatbot.update_chatworkspace", definedFields(input, ["chatbot_id"]));
+  return saveChatbot(
+    env,
+    auth,
+    row,
+    await chatWorkspaceChanges(env, auth, row, input),
+    "chatbot.update_chatworkspace",
+    definedFields(input, ["chatbot_id"]),
+  );
 }
 
-export async function chatWorkspaceChanges(env: Env, auth: AuthContext, row: ChatbotRow, input: Settings<ChatWorkspaceInput>): Promise<Partial<ChatbotRow>> {
-  assertMayChangeIntegration(auth, { api_base_url: input.api_base_url, signing_secret: input.signing_secret, bot_token: input.bot_token });
+export async function chatWorkspaceChanges(
+  env: Env,
+  auth: AuthContext,
+  row: ChatbotRow,
+  input: Settings<ChatWorkspaceInput>,
+): Promise<Partial<ChatbotRow>> {
+  assertMayChangeIntegration(auth, {
+    api_base_url: input.api_base_url,
+    signing_secret: input.signing_secret,
+    bot_token: input.bot_token,
+  });
   const next: ChatWorkspaceSettings = { ...parseObject<ChatWorkspaceSettings>(row.chatworkspace) };
   if (input.team_id) next.team_id = input.team_id;
   if (input.api_base_url) next.api_base_url = input.api_base_url.replace(/\/$/, "");
@@ -134,8 +197,10 @@ export async function chatWorkspaceChanges(env: Env, auth: AuthContext, row: Cha
     changes.chatworkspaceTokenSealed = await seal(env, input.bot_token);
     next.bot_token_last_four = input.bot_token.slice(-4);
   }
-  if (next.enabled && !(changes.chatworkspaceSigningSealed ?? row.chatworkspaceSigningSealed)) throw badRequest("signing_secret: is required to enable the chat workspace integration");
-  if (next.enabled && !(changes.chatworkspaceTokenSealed ?? row.chatworkspaceTokenSealed)) throw badRequest("bot_token: is required to enable the chat workspace integration");
+  if (next.enabled && !(changes.chatworkspaceSigningSealed ?? row.chatworkspaceSigningSealed))
+    throw badRequest("signing_secret: is required to enable the chat workspace integration");
+  if (next.enabled && !(changes.chatworkspaceTokenSealed ?? row.chatworkspaceTokenSealed))
+    throw badRequest("bot_token: is required to enable the chat workspace integration");
   changes.chatworkspace = JSON.stringify(next);
   return changes;
 }

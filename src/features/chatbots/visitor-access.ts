@@ -7,7 +7,13 @@ import { AppError, notFound, rateLimited } from "../../lib/errors";
 import { hmacSha256Hex, sha256Hex, timingSafeEqual } from "../../lib/crypto";
 import { requireSecret } from "../../lib/config";
 import { newId } from "../../lib/ids";
-import { canRun, DEFAULT_RATE_LIMIT_PER_MINUTE, parseObject, type AccessSettings, type ChatbotRow } from "./chatbots.service";
+import {
+  canRun,
+  DEFAULT_RATE_LIMIT_PER_MINUTE,
+  parseObject,
+  type AccessSettings,
+  type ChatbotRow,
+} from "./chatbots.service";
 
 /** Visitor sessions last a day; then the visitor starts a new one (and no longer sees the old conversations). */
 export const VISITOR_SESSION_TTL_SECONDS = 24 * 60 * 60;
@@ -62,13 +68,30 @@ function signingKey(env: Env): string {
   return `visitor-session|${requireSecret(env, "JWT_SECRET")}`;
 }
 
-export async function issueVisitorSession(env: Env, row: ChatbotRow, userId: string | null): Promise<{ token: string; session: VisitorSession }> {
-  const session: VisitorSession = { chatbotId: row.id, visitorId: newId(), userId, expiresAt: Math.floor(Date.now() / 1000) + VISITOR_SESSION_TTL_SECONDS };
-  const payload = ["vs1", session.chatbotId, session.visitorId, userId ?? "-", await accessStamp(row), String(session.expiresAt)].join(".");
+export async function issueVisitorSession(
+  env: Env,
+  row: ChatbotRow,
+  userId: string | null,
+): Promise<{ token: string; session: VisitorSession }> {
+  const session: VisitorSession = {
+    chatbotId: row.id,
+    visitorId: newId(),
+    userId,
+    expiresAt: Math.floor(Date.now() / 1000) + VISITOR_SESSION_TTL_SECONDS,
+  };
+  const payload = [
+    "vs1",
+    session.chatbotId,
+    session.visitorId,
+    userId ?? "-",
+    await accessStamp(row),
+    String(session.expiresAt),
+  ].join(".");
   return { token: `${payload}.${await hmacSha256Hex(signingKey(env), payload)}`, session };
 }
 
-const sessionRequired = (): AppError => new AppError("unauthorized", "a valid visitor session is required: POST /chatbots/deployed/{chatbot_id}/session");
+const sessionRequired = (): AppError =>
+  new AppError("unauthorized", "a valid visitor session is required: POST /chatbots/deployed/{chatbot_id}/session");
 
 /** Verifies a visitor session token for this chatbot: signature, expiry, and the current access settings. */
 export async function verifyVisitorSession(env: Env, row: ChatbotRow, token: string): Promise<VisitorSession> {
@@ -79,15 +102,26 @@ export async function verifyVisitorSession(env: Env, row: ChatbotRow, token: str
   if (!timingSafeEqual(expected, parts[6])) throw sessionRequired();
   const [, chatbotId, visitorId, userId, stamp, expires] = parts;
   const expiresAt = Number(expires);
-  if (chatbotId !== row.id || !Number.isFinite(expiresAt) || expiresAt < Date.now() / 1000 || stamp !== (await accessStamp(row))) throw sessionRequired();
+  if (
+    chatbotId !== row.id ||
+    !Number.isFinite(expiresAt) ||
+    expiresAt < Date.now() / 1000 ||
+    stamp !== (await accessStamp(row))
+  )
+    throw sessionRequired();
   const session: VisitorSession = { chatbotId, visitorId, userId: userId === "-" ? null : userId, expiresAt };
   if (accessOf(row).mode === "members") {
     if (!session.userId) throw sessionRequired();
     // Checked on every request, not only when the session was issued: a member deleted, suspended,
     // moved out of the organization or dropped from the chatbot's runners loses access at once.
-    const member = await database(env).select({ orgId: users.orgId, role: users.role, suspended: users.suspended }).from(users).where(eq(users.id, session.userId)).limit(1);
+    const member = await database(env)
+      .select({ orgId: users.orgId, role: users.role, suspended: users.suspended })
+      .from(users)
+      .where(eq(users.id, session.userId))
+      .limit(1);
     if (!member[0] || member[0].suspended || member[0].orgId !== row.orgId) throw sessionRequired();
-    if (!canRun(row, { userId: session.userId, role: member[0].role })) throw new AppError("forbidden", "only permitted members of the chatbot's organization may use it");
+    if (!canRun(row, { userId: session.userId, role: member[0].role }))
+      throw new AppError("forbidden", "only permitted members of the chatbot's organization may use it");
   }
   return session;
 }
@@ -106,7 +140,8 @@ export async function consumeRateLimit(env: Env, key: string, limit: number): Pr
     .bind(key, window)
     .first<{ count: number }>();
   const retryAfter = 60 - (Math.floor(Date.now() / 1000) % 60);
-  if ((row?.count ?? 0) > limit) throw rateLimited("too many requests to this chatbot: try again in a minute", retryAfter);
+  if ((row?.count ?? 0) > limit)
+    throw rateLimited("too many requests to this chatbot: try again in a minute", retryAfter);
 }
 
 export function visitorRateLimit(row: ChatbotRow): number {
@@ -124,7 +159,11 @@ const DEPLOYED_PATH = /^\/chatbots\/deployed\/([0-9a-f]{24})(?:\/|$)/;
 export async function corsOriginFor(env: Env, path: string, origin: string): Promise<string | null> {
   const id = DEPLOYED_PATH.exec(path)?.[1];
   if (!id) return origin;
-  const rows = await database(env).select({ access: chatbots.access, deployed: chatbots.deployed }).from(chatbots).where(eq(chatbots.id, id)).limit(1);
+  const rows = await database(env)
+    .select({ access: chatbots.access, deployed: chatbots.deployed })
+    .from(chatbots)
+    .where(eq(chatbots.id, id))
+    .limit(1);
   if (!rows[0]?.deployed) return null;
   const allowed = parseObject<AccessSettings>(rows[0].access).allowed_origins ?? [];
   return allowed.length === 0 || allowed.includes(origin.replace(/\/$/, "")) ? origin : null;

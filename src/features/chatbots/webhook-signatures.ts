@@ -6,7 +6,9 @@ const encoder = new TextEncoder();
 export const WORKSPACE_MAX_SKEW_SECONDS = 300;
 
 async function hmacSha1Base64(secret: string, message: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-1" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-1" }, false, [
+    "sign",
+  ]);
   return toBase64(new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(message))));
 }
 
@@ -19,7 +21,12 @@ export function telephonySignature(authToken: string, url: string, params: [stri
   return hmacSha1Base64(authToken, url + sorted.map(([name, value]) => name + value).join(""));
 }
 
-export async function verifyTelephonySignature(authToken: string, url: string, params: [string, string][], signature: string): Promise<boolean> {
+export async function verifyTelephonySignature(
+  authToken: string,
+  url: string,
+  params: [string, string][],
+  signature: string,
+): Promise<boolean> {
   return timingSafeEqual(await telephonySignature(authToken, url, params), signature);
 }
 
@@ -30,7 +37,13 @@ export async function workspaceSignature(signingSecret: string, timestamp: strin
 
 export type WorkspaceCheck = "ok" | "unsigned" | "stale" | "invalid";
 
-export async function checkWorkspaceRequest(signingSecret: string, timestamp: string | undefined, signature: string | undefined, rawBody: string, nowSeconds: number): Promise<WorkspaceCheck> {
+export async function checkWorkspaceRequest(
+  signingSecret: string,
+  timestamp: string | undefined,
+  signature: string | undefined,
+  rawBody: string,
+  nowSeconds: number,
+): Promise<WorkspaceCheck> {
   if (!timestamp || !signature) return "unsigned";
   const sent = Number(timestamp);
   if (!/^\d{1,12}$/.test(timestamp) || Math.abs(nowSeconds - sent) > WORKSPACE_MAX_SKEW_SECONDS) return "stale";
@@ -38,5 +51,8 @@ export async function checkWorkspaceRequest(signingSecret: string, timestamp: st
 }
 
 export function escapeXml(text: string): string {
-  return text.replace(/[<>&'"]/g, (ch) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", "'": "&apos;", '"': "&quot;" })[ch] ?? ch);
+  return text.replace(
+    /[<>&'"]/g,
+    (ch) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", "'": "&apos;", '"': "&quot;" })[ch] ?? ch,
+  );
 }

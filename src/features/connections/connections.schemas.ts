@@ -7,7 +7,10 @@ export type ConnectionKind = (typeof CONNECTION_KINDS)[number];
 
 const ConnectionName = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "1-64 lowercase letters, digits, '_' or '-', starting with a letter or digit (it prefixes model names: <connection>/<model>)");
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,63}$/,
+    "1-64 lowercase letters, digits, '_' or '-', starting with a letter or digit (it prefixes model names: <connection>/<model>)",
+  );
 
 const BaseUrl = z
   .string()
@@ -36,15 +39,21 @@ const shared = {
   base_url: BaseUrl.optional(),
   secret: zString(1, 4000).optional().openapi({ description: "API key or token. Write-only: never returned." }),
   api_key: zString(1, 4000).optional().openapi({ description: "Alias of `secret`." }),
-  models: Models.optional().openapi({ description: "Default models by purpose: chat, embedding, rerank, transcription." }),
+  models: Models.optional().openapi({
+    description: "Default models by purpose: chat, embedding, rerank, transcription.",
+  }),
   chat_model: zString(1, 200).optional(),
   embedding_model: zString(1, 200).optional(),
   rerank_model: zString(1, 200).optional(),
   transcription_model: zString(1, 200).optional(),
-  settings: zFreeObject(16 * 1024).optional().openapi({ description: "Non-secret settings (account ids, phone numbers)." }),
+  settings: zFreeObject(16 * 1024)
+    .optional()
+    .openapi({ description: "Non-secret settings (account ids, phone numbers)." }),
 };
 
-export const ConnectionCreateBody = z.object({ name: ConnectionName, kind: z.enum(CONNECTION_KINDS), ...shared }).openapi("Body_create_connection");
+export const ConnectionCreateBody = z
+  .object({ name: ConnectionName, kind: z.enum(CONNECTION_KINDS), ...shared })
+  .openapi("Body_create_connection");
 
 export const ConnectionUpdateBody = z
   .object({

@@ -30,7 +30,13 @@ export function connectionRecord(row: ConnectionRow) {
   };
 }
 
-function modelsFrom(input: Pick<ConnectionCreateInput, "models" | "chat_model" | "embedding_model" | "rerank_model" | "transcription_model">, base: ConnectionModels = {}): ConnectionModels {
+function modelsFrom(
+  input: Pick<
+    ConnectionCreateInput,
+    "models" | "chat_model" | "embedding_model" | "rerank_model" | "transcription_model"
+  >,
+  base: ConnectionModels = {},
+): ConnectionModels {
   const merged: ConnectionModels = { ...base, ...(input.models ?? {}) };
   if (input.chat_model) merged.chat = input.chat_model;
   if (input.embedding_model) merged.embedding = input.embedding_model;
@@ -39,13 +45,21 @@ function modelsFrom(input: Pick<ConnectionCreateInput, "models" | "chat_model" |
   return merged;
 }
 
-async function sealed(env: Env, secret: string | undefined): Promise<{ secretSealed: string; secretLastFour: string } | null> {
+async function sealed(
+  env: Env,
+  secret: string | undefined,
+): Promise<{ secretSealed: string; secretLastFour: string } | null> {
   if (!secret) return null;
-  return { secretSealed: await encryptSecret(secret, requireSecret(env, "ENCRYPTION_KEY")), secretLastFour: secret.slice(-4) };
+  return {
+    secretSealed: await encryptSecret(secret, requireSecret(env, "ENCRYPTION_KEY")),
+    secretLastFour: secret.slice(-4),
+  };
 }
 
 function baseUrlIssue(msg: string): AppError {
-  return new AppError("validation", "request validation failed", { issues: [{ loc: ["body", "base_url"], msg, type: "value_error" }] });
+  return new AppError("validation", "request validation failed", {
+    issues: [{ loc: ["body", "base_url"], msg, type: "value_error" }],
+  });
 }
 
 /**
@@ -57,7 +71,9 @@ function checkedBaseUrl(env: Env, value: string): string {
     checkUrl(value, modelHostRules(env));
   } catch (error) {
     if (!(error instanceof BlockedUrlError)) throw error;
-    throw baseUrlIssue(`refused: ${error.reason}; a local model server must be listed by the operator in ALLOW_PRIVATE_MODEL_HOSTS`);
+    throw baseUrlIssue(
+      `refused: ${error.reason}; a local model server must be listed by the operator in ALLOW_PRIVATE_MODEL_HOSTS`,
+    );
   }
   return value;
 }
@@ -69,7 +85,12 @@ function effectiveUrl(kind: string, baseUrl: string | null): string {
 
 export async function createConnection(env: Env, auth: AuthContext, input: ConnectionCreateInput) {
   // OpenAI-compatible connections default to OpenAI's own endpoint.
-  const baseUrl = input.base_url !== undefined ? checkedBaseUrl(env, input.base_url) : input.kind === "openai" ? "https://api.openai.com/v1" : null;
+  const baseUrl =
+    input.base_url !== undefined
+      ? checkedBaseUrl(env, input.base_url)
+      : input.kind === "openai"
+        ? "https://api.openai.com/v1"
+        : null;
   const now = new Date().toISOString();
   const secret = await sealed(env, input.secret ?? input.api_key);
   const row: ConnectionRow = {
@@ -88,16 +109,34 @@ export async function createConnection(env: Env, auth: AuthContext, input: Conne
   };
   const db = database(env);
   await writeUnique(
-    () => db.batch([db.insert(connections).values(row), auditInsert(env, auth, { action: "connection.create", targetType: "connection", targetId: row.id, details: { name: row.name, kind: row.kind } })]),
+    () =>
+      db.batch([
+        db.insert(connections).values(row),
+        auditInsert(env, auth, {
+          action: "connection.create",
+          targetType: "connection",
+          targetId: row.id,
+          details: { name: row.name, kind: row.kind },
+        }),
+      ]),
     `a connection named '${input.name}' already exists`,
   );
   return connectionRecord(row);
 }
 
-async function findConnection(env: Env, auth: AuthContext, ref: { connection_id?: string; name?: string }): Promise<ConnectionRow> {
-  if (!ref.connection_id && !ref.name) throw invalidInput(["body", "connection_id"], "Either connection_id or name must be provided", "missing");
+async function findConnection(
+  env: Env,
+  auth: AuthContext,
+  ref: { connection_id?: string; name?: string },
+): Promise<ConnectionRow> {
+  if (!ref.connection_id && !ref.name)
+    throw invalidInput(["body", "connection_id"], "Either connection_id or name must be provided", "missing");
   const where = ref.connection_id ? eq(connections.id, ref.connection_id) : eq(connections.name, ref.name ?? "");
-  const rows = await database(env).select().from(connections).where(and(where, eq(connections.orgId, auth.orgId))).limit(1);
+  const rows = await database(env)
+    .select()
+    .from(connections)
+    .where(and(where, eq(connections.orgId, auth.orgId)))
+    .limit(1);
   if (!rows[0]) throw notFound("connection");
   return rows[0];
 }
@@ -108,8 +147,15 @@ export async function updateConnection(env: Env, auth: AuthContext, input: Conne
   const newSecret = input.secret ?? input.api_key;
   // The stored secret was given for the old address: a new address (host, port or path) gets it
   // only when it is sent again, so whoever may edit a connection cannot redirect a secret they never saw.
-  if (effectiveUrl(row.kind, baseUrl) !== effectiveUrl(row.kind, row.baseUrl) && row.secretSealed && !newSecret && !input.clear_secret) {
-    throw baseUrlIssue("changing the URL of a connection that has a secret needs the secret again: send `secret` (or `clear_secret: true` to drop it)");
+  if (
+    effectiveUrl(row.kind, baseUrl) !== effectiveUrl(row.kind, row.baseUrl) &&
+    row.secretSealed &&
+    !newSecret &&
+    !input.clear_secret
+  ) {
+    throw baseUrlIssue(
+      "changing the URL of a connection that has a secret needs the secret again: send `secret` (or `clear_secret: true` to drop it)",
+    );
   }
   const secret = await sealed(env, newSecret);
   const changes: Partial<ConnectionRow> = {
@@ -125,23 +171,45 @@ export async function updateConnection(env: Env, auth: AuthContext, input: Conne
   if (input.secret ?? input.api_key) changed.push("secret");
   const db = database(env);
   await writeUnique(
-    () => db.batch([db.update(connections).set(changes).where(eq(connections.id, row.id)), auditInsert(env, auth, { action: "connection.update", targetType: "connection", targetId: row.id, details: { name: changes.name, fields: changed } })]),
+    () =>
+      db.batch([
+        db.update(connections).set(changes).where(eq(connections.id, row.id)),
+        auditInsert(env, auth, {
+          action: "connection.update",
+          targetType: "connection",
+          targetId: row.id,
+          details: { name: changes.name, fields: changed },
+        }),
+      ]),
     `a connection named '${input.new_name}' already exists`,
   );
   return connectionRecord({ ...row, ...changes });
 }
 
-export async function deleteConnection(env: Env, auth: AuthContext, ref: { connection_id?: string; name?: string }): Promise<void> {
+export async function deleteConnection(
+  env: Env,
+  auth: AuthContext,
+  ref: { connection_id?: string; name?: string },
+): Promise<void> {
   const row = await findConnection(env, auth, ref);
   const db = database(env);
   await db.batch([
     db.delete(connections).where(eq(connections.id, row.id)),
-    auditInsert(env, auth, { action: "connection.delete", targetType: "connection", targetId: row.id, details: { name: row.name } }),
+    auditInsert(env, auth, {
+      action: "connection.delete",
+      targetType: "connection",
+      targetId: row.id,
+      details: { name: row.name },
+    }),
   ]);
 }
 
 export async function listConnections(env: Env, auth: AuthContext) {
-  const rows = await database(env).select().from(connections).where(eq(connections.orgId, auth.orgId)).orderBy(connections.name);
+  const rows = await database(env)
+    .select()
+    .from(connections)
+    .where(eq(connections.orgId, auth.orgId))
+    .orderBy(connections.name);
   return rows.map(connectionRecord);
 }
 
@@ -170,12 +238,26 @@ async function resolved(env: Env, row: ConnectionRow): Promise<ResolvedConnectio
 
 /** Looks up an organization's connection by name and decrypts its secret for one call. */
 export async function resolveConnection(env: Env, orgId: string, name: string): Promise<ResolvedConnection | null> {
-  const rows = await database(env).select().from(connections).where(and(eq(connections.orgId, orgId), eq(connections.name, name))).limit(1);
+  const rows = await database(env)
+    .select()
+    .from(connections)
+    .where(and(eq(connections.orgId, orgId), eq(connections.name, name)))
+    .limit(1);
   return rows[0] ? resolved(env, rows[0]) : null;
 }
 
 /** The organization's connections of the given kinds, secrets decrypted, oldest first. */
-export async function resolveConnectionsOfKind(env: Env, orgId: string, kinds: readonly ConnectionKind[]): Promise<ResolvedConnection[]> {
-  const rows = await database(env).select().from(connections).where(eq(connections.orgId, orgId)).orderBy(connections.createdAt);
-  return Promise.all(rows.filter((row) => (kinds as readonly string[]).includes(row.kind)).map((row) => resolved(env, row)));
+export async function resolveConnectionsOfKind(
+  env: Env,
+  orgId: string,
+  kinds: readonly ConnectionKind[],
+): Promise<ResolvedConnection[]> {
+  const rows = await database(env)
+    .select()
+    .from(connections)
+    .where(eq(connections.orgId, orgId))
+    .orderBy(connections.createdAt);
+  return Promise.all(
+    rows.filter((row) => (kinds as readonly string[]).includes(row.kind)).map((row) => resolved(env, row)),
+  );
 }

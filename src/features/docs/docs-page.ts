@@ -4,7 +4,11 @@
  * stylesheet are static assets on Loom's own origin (no CDN, so it works offline), and the page
  * has no inline script or style, so it runs under a strict Content-Security-Policy.
  */
-export const DOCS_ASSETS = ["/docs/vendor/swagger-ui.css", "/docs/vendor/swagger-ui-bundle.js", "/docs/loom-docs.js"] as const;
+export const DOCS_ASSETS = [
+  "/docs/vendor/swagger-ui.css",
+  "/docs/vendor/swagger-ui-bundle.js",
+  "/docs/loom-docs.js",
+] as const;
 
 export const DOCS_PAGE = `<!doctype html>
 <html lang="en">

@@ -20,14 +20,20 @@ export const OPENAPI_INFO = {
  * also be `data:` URLs, on this page only: Swagger UI's stylesheet draws its icons (the lock,
  * the arrows, the copy button) as inline SVG data URLs. No other page's policy allows `data:`.
  */
-export const DOCS_PAGE_POLICY = { scripts: ["'self'"], styles: ["'self'"], images: ["'self'", "data:"], connect: ["'self'"] };
+export const DOCS_PAGE_POLICY = {
+  scripts: ["'self'"],
+  styles: ["'self'"],
+  images: ["'self'", "data:"],
+  connect: ["'self'"],
+};
 
 /** The chat widget's files (scripts/build-web.mjs), in the same [assets] directory as /docs/*. */
 const WIDGET_ASSETS = ["/widget.js", "/chat.js", "/chat.css"] as const;
 
 export function registerDocsRoutes(app: OpenAPIHono<AppBindings>): void {
   // The error bodies are components by name even where a route set does not reach one of them.
-  for (const [name, schema] of Object.entries({ GroupAError, Unauthorized, GroupBError, HTTPValidationError })) app.openAPIRegistry.register(name, schema);
+  for (const [name, schema] of Object.entries({ GroupAError, Unauthorized, GroupBError, HTTPValidationError }))
+    app.openAPIRegistry.register(name, schema);
   app.get("/openapi.json", (c) => c.json(app.getOpenAPI31Document(OPENAPI_INFO)));
   // Swagger UI has no inline script or style: its own files, on Loom's origin, are all it loads,
   // and it fetches /openapi.json and the requests "Try it out" sends from the same origin.

@@ -9,7 +9,7 @@ import type { AppBindings } from "../../env";
 const FIRST_STEPS = [
   "POST /auth/signup with JSON {email, password, organization} answers an access_token",
   "POST /auth/api-keys with `authorization: Bearer <access_token>` and {name} answers a key (sk_...) for /v1",
-  "POST /v1/knowledge-base with `authorization: Bearer <key>` creates a knowledge base; README.md, \"A first session\", goes on to a document and a query",
+  'POST /v1/knowledge-base with `authorization: Bearer <key>` creates a knowledge base; README.md, "A first session", goes on to a document and a query',
 ] as const;
 
 function wantsHtml(c: Context<AppBindings>): boolean {

@@ -33,9 +33,21 @@ export function passageOf(item: RetrievedItem): Passage {
  * `do_advanced_qa`. `fast`: one pass over the top items. `accurate`: an answer per document from
  * that document's items, then one answer combining them, whose [n] cite the documents.
  */
-export async function advancedAnswer(model: ChatModel, question: string, items: RetrievedItem[], mode: "fast" | "accurate", usage: UsageMeter, signal?: AbortSignal): Promise<QaAnswer> {
+export async function advancedAnswer(
+  model: ChatModel,
+  question: string,
+  items: RetrievedItem[],
+  mode: "fast" | "accurate",
+  usage: UsageMeter,
+  signal?: AbortSignal,
+): Promise<QaAnswer> {
   if (mode === "fast") {
-    const answer = await groundedAnswer({ model, question, passages: items.slice(0, FAST_ITEMS).map(passageOf), signal });
+    const answer = await groundedAnswer({
+      model,
+      question,
+      passages: items.slice(0, FAST_ITEMS).map(passageOf),
+      signal,
+    });
     usage.add(answer.model, answer.usage);
     return { text: answer.text, citations: answer.citations, model: answer.model, extractive: answer.extractive, mode };
   }
@@ -51,16 +63,27 @@ export async function advancedAnswer(model: ChatModel, question: string, items: 
       const answer = await groundedAnswer({ model, question, passages: docItems.map(passageOf), signal });
       usage.add(answer.model, answer.usage);
       // Inner [n] refer to this document's passages; the combining step cites documents instead.
-      return { documentId, title: passageOf(docItems[0] as RetrievedItem).title, text: answer.text.replace(/\s*\[\d{1,3}\]/g, "") };
+      return {
+        documentId,
+        title: passageOf(docItems[0] as RetrievedItem).title,
+        text: answer.text.replace(/\s*\[\d{1,3}\]/g, ""),
+      };
     }),
   );
   const combined = await groundedAnswer({
     model,
     question,
     passages: partials.map((p) => ({ text: p.text, documentId: p.documentId, title: p.title })),
-    instructions: "Each numbered source is an answer drawn from one document. Combine them into one answer, resolving disagreements explicitly.",
+    instructions:
+      "Each numbered source is an answer drawn from one document. Combine them into one answer, resolving disagreements explicitly.",
     signal,
   });
   usage.add(combined.model, combined.usage);
-  return { text: combined.text, citations: combined.citations, model: combined.model, extractive: combined.extractive, mode };
+  return {
+    text: combined.text,
+    citations: combined.citations,
+    model: combined.model,
+    extractive: combined.extractive,
+    mode,
+  };
 }

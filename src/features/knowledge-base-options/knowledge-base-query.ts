@@ -11,7 +11,13 @@ import { indexStub } from "../knowledge-bases/durable-object-vector-index";
 import type { QueryInput } from "../knowledge-bases/knowledge-bases.schemas";
 import { visibleKnowledgeBase } from "../knowledge-bases/knowledge-bases.service";
 import { FilterParseError, parseQdrantFilter } from "../knowledge-bases/metadata-filter";
-import { planQuery, queryVisibleKnowledgeBase, type QueryHooks, type QueryPlan, type QueryResult } from "../knowledge-bases/query.service";
+import {
+  planQuery,
+  queryVisibleKnowledgeBase,
+  type QueryHooks,
+  type QueryPlan,
+  type QueryResult,
+} from "../knowledge-bases/query.service";
 import { advancedAnswer, type QaAnswer } from "./advanced-qa";
 import { d1SummaryCache, summarizeDocuments } from "./doc-summaries";
 import { proposeMetadataFilter, type MetadataKey } from "./metadata-filter-proposal";
@@ -31,7 +37,14 @@ const SUMMARY_DOCUMENT_CHARS = 12_000;
 const unused = async (): Promise<never> => {
   throw new Error("validation only");
 };
-const ALL_HOOKS: QueryHooks = { transformQuery: unused, expandQuery: unused, generateMetadataFilter: unused, rerank: unused, answer: unused, summarize: unused };
+const ALL_HOOKS: QueryHooks = {
+  transformQuery: unused,
+  expandQuery: unused,
+  generateMetadataFilter: unused,
+  rerank: unused,
+  answer: unused,
+  summarize: unused,
+};
 
 export interface KnowledgeBaseQueryResult extends QueryResult {
   usage: ReturnType<UsageMeter["report"]>;
@@ -41,13 +54,33 @@ export interface KnowledgeBaseQueryResult extends QueryResult {
   generated_filter?: { applied: Record<string, unknown> } | { rejected: string };
 }
 
-function option(input: QueryInput, name: "transform_query" | "expand_query" | "answer_multi_query" | "generate_metadata_filters" | "do_advanced_qa" | "generate_ai_doc_summaries" | "rerank_documents"): boolean {
+function option(
+  input: QueryInput,
+  name:
+    | "transform_query"
+    | "expand_query"
+    | "answer_multi_query"
+    | "generate_metadata_filters"
+    | "do_advanced_qa"
+    | "generate_ai_doc_summaries"
+    | "rerank_documents",
+): boolean {
   return input.config?.[name] === true;
 }
 
 /** The metadata keys the knowledge base's documents actually carry, with a few sample values each. */
 async function metadataKeysOf(env: Env, kbId: string): Promise<MetadataKey[]> {
-  const rows = await database(env).select({ name: kbDocuments.name, source: kbDocuments.source, mimeType: kbDocuments.mimeType, custom: kbDocuments.customMetadata }).from(kbDocuments).where(eq(kbDocuments.kbId, kbId)).orderBy(desc(kbDocuments.createdAt)).limit(200);
+  const rows = await database(env)
+    .select({
+      name: kbDocuments.name,
+      source: kbDocuments.source,
+      mimeType: kbDocuments.mimeType,
+      custom: kbDocuments.customMetadata,
+    })
+    .from(kbDocuments)
+    .where(eq(kbDocuments.kbId, kbId))
+    .orderBy(desc(kbDocuments.createdAt))
+    .limit(200);
   const values = new Map<string, Set<string | number | boolean>>(BUILT_IN_KEYS.map((k) => [k, new Set()]));
   for (const row of rows) {
     values.get("name")?.add(row.name);
@@ -61,11 +94,14 @@ async function metadataKeysOf(env: Env, kbId: string): Promise<MetadataKey[]> {
     }
     for (const [key, value] of Object.entries(custom)) {
       const set = values.get(key) ?? new Set();
-      if ((typeof value === "string" && value.length <= 100) || typeof value === "number" || typeof value === "boolean") set.add(value);
+      if ((typeof value === "string" && value.length <= 100) || typeof value === "number" || typeof value === "boolean")
+        set.add(value);
       values.set(key, set);
     }
   }
-  return [...values.entries()].filter(([key]) => key !== "document_id" && key !== "path").map(([key, set]) => ({ key, values: [...set].slice(0, 5) }));
+  return [...values.entries()]
+    .filter(([key]) => key !== "document_id" && key !== "path")
+    .map(([key, set]) => ({ key, values: [...set].slice(0, 5) }));
 }
 
 /** First retrieval for pseudo-relevance feedback: the keyword index's top documents for the query. */
@@ -82,28 +118,52 @@ async function feedbackFor(env: Env, plan: QueryPlan, query: string): Promise<{ 
  * alternative queries) happens here so `result.queries` shows exactly what ran; the knowledge-base
  * query plan calls back for expansion, generated filters, reranking, answers and summaries.
  */
-export async function queryWithModelOptions(env: Env, auth: AuthContext, kbId: string, input: QueryInput, deps: ProviderDeps = {}): Promise<KnowledgeBaseQueryResult> {
+export async function queryWithModelOptions(
+  env: Env,
+  auth: AuthContext,
+  kbId: string,
+  input: QueryInput,
+  deps: ProviderDeps = {},
+): Promise<KnowledgeBaseQueryResult> {
   const kb = await visibleKnowledgeBase(env, auth, kbId);
   const config = input.config ?? {};
   const usage = new UsageMeter();
   const qaModelName = config.question_answering_config?.qa_model;
-  const needsGenerative = (["transform_query", "answer_multi_query", "generate_metadata_filters", "generate_ai_doc_summaries"] as const).filter((name) => option(input, name));
-  const chat: ChatModel | undefined = needsGenerative.length ? await chatModelFor(env, auth, qaModelName, { ...deps, purpose: `config.${needsGenerative[0]}` }) : undefined;
-  const qaModel: ChatModel | undefined = option(input, "do_advanced_qa") ? await chatModelFor(env, auth, qaModelName, { ...deps, allowExtractive: true, purpose: "config.do_advanced_qa" }) : undefined;
+  const needsGenerative = (
+    ["transform_query", "answer_multi_query", "generate_metadata_filters", "generate_ai_doc_summaries"] as const
+  ).filter((name) => option(input, name));
+  const chat: ChatModel | undefined = needsGenerative.length
+    ? await chatModelFor(env, auth, qaModelName, { ...deps, purpose: `config.${needsGenerative[0]}` })
+    : undefined;
+  const qaModel: ChatModel | undefined = option(input, "do_advanced_qa")
+    ? await chatModelFor(env, auth, qaModelName, { ...deps, allowExtractive: true, purpose: "config.do_advanced_qa" })
+    : undefined;
   const rerankConfig = config.reranking_config;
   const reranker: Reranker | undefined = option(input, "rerank_documents")
-    ? await rerankerFor(env, auth, rerankConfig?.reranking_model, { ...deps, apiKey: rerankConfig?.api_key || undefined, purpose: "config.rerank_documents" })
+    ? await rerankerFor(env, auth, rerankConfig?.reranking_model, {
+        ...deps,
+        apiKey: rerankConfig?.api_key || undefined,
+        purpose: "config.rerank_documents",
+      })
     : undefined;
 
   // Query preparation: the queries that will actually run. The rest of the request is validated
   // first, so a bad retrieval unit or filter costs no model call.
-  const prepared = (queries: string[]): QueryInput => ({ ...input, queries, query: undefined, config: { ...config, transform_query: false, answer_multi_query: false } });
+  const prepared = (queries: string[]): QueryInput => ({
+    ...input,
+    queries,
+    query: undefined,
+    config: { ...config, transform_query: false, answer_multi_query: false },
+  });
   let queries = [...(input.queries ?? []), ...(input.query ? [input.query] : [])].map((q) => q.trim()).filter(Boolean);
   if (queries.length === 0) throw badRequest("queries: give at least one non-empty query");
   planQuery(kb, prepared(queries), ALL_HOOKS);
-  if (chat && option(input, "transform_query")) queries = await Promise.all(queries.map((q) => transformQuery(chat, q, input.context, usage)));
+  if (chat && option(input, "transform_query"))
+    queries = await Promise.all(queries.map((q) => transformQuery(chat, q, input.context, usage)));
   if (chat && option(input, "answer_multi_query")) {
-    const variants = (await Promise.all(queries.map((q) => generateQueryVariants(chat, q, MULTI_QUERY_VARIANTS, usage)))).flat();
+    const variants = (
+      await Promise.all(queries.map((q) => generateQueryVariants(chat, q, MULTI_QUERY_VARIANTS, usage)))
+    ).flat();
     queries = [...new Set([...queries, ...variants])];
   }
 
@@ -111,12 +171,19 @@ export async function queryWithModelOptions(env: Env, auth: AuthContext, kbId: s
   let generatedFilter: KnowledgeBaseQueryResult["generated_filter"];
   const hooks: QueryHooks = {
     expandQuery: async (plan) => {
-      const expanded = await Promise.all(plan.queries.map(async (q) => expandQuery(q, await feedbackFor(env, plan, q)).query));
+      const expanded = await Promise.all(
+        plan.queries.map(async (q) => expandQuery(q, await feedbackFor(env, plan, q)).query),
+      );
       return expanded.filter((q, i) => q !== plan.queries[i]);
     },
     generateMetadataFilter: async (plan) => {
       if (!chat) return undefined;
-      const proposal = await proposeMetadataFilter(chat, plan.queries.join("\n"), await metadataKeysOf(env, plan.kb.id), usage);
+      const proposal = await proposeMetadataFilter(
+        chat,
+        plan.queries.join("\n"),
+        await metadataKeysOf(env, plan.kb.id),
+        usage,
+      );
       if (!proposal.filter) {
         generatedFilter = proposal.rejected ? { rejected: proposal.rejected } : undefined;
         return undefined;
@@ -132,7 +199,15 @@ export async function queryWithModelOptions(env: Env, auth: AuthContext, kbId: s
         return undefined;
       }
     },
-    rerank: async (plan, items) => (reranker ? rerankItems(reranker, plan.queries[0] ?? "", items, rerankConfig?.num_chunks_to_rerank ?? DEFAULT_RERANK_DEPTH) : items),
+    rerank: async (plan, items) =>
+      reranker
+        ? rerankItems(
+            reranker,
+            plan.queries[0] ?? "",
+            items,
+            rerankConfig?.num_chunks_to_rerank ?? DEFAULT_RERANK_DEPTH,
+          )
+        : items,
     answer: async (plan, items) => {
       if (!qaModel) return "";
       const mode = config.question_answering_config?.advanced_qa_mode === "accurate" ? "accurate" : "fast";
@@ -143,14 +218,20 @@ export async function queryWithModelOptions(env: Env, auth: AuthContext, kbId: s
       if (!chat) return {};
       const documentIds = [...new Set(items.map((i) => i.document_id))].slice(0, 20);
       if (documentIds.length === 0) return {};
-      const rows = await database(env).select({ id: kbDocuments.id, contentHash: kbDocuments.contentHash }).from(kbDocuments).where(and(eq(kbDocuments.kbId, plan.kb.id), inArray(kbDocuments.id, documentIds)));
+      const rows = await database(env)
+        .select({ id: kbDocuments.id, contentHash: kbDocuments.contentHash })
+        .from(kbDocuments)
+        .where(and(eq(kbDocuments.kbId, plan.kb.id), inArray(kbDocuments.id, documentIds)));
       const chunks = await indexStub(env, plan.kb.id).documentChunks(documentIds, 40);
       const texts = new Map<string, string>();
       for (const chunk of [...chunks].sort((a, b) => a.position - b.position)) {
         const sofar = texts.get(chunk.documentId) ?? "";
-        if (sofar.length < SUMMARY_DOCUMENT_CHARS) texts.set(chunk.documentId, sofar ? `${sofar}\n\n${chunk.text}` : chunk.text);
+        if (sofar.length < SUMMARY_DOCUMENT_CHARS)
+          texts.set(chunk.documentId, sofar ? `${sofar}\n\n${chunk.text}` : chunk.text);
       }
-      const sources = rows.map((r) => ({ documentId: r.id, contentHash: r.contentHash, text: texts.get(r.id) ?? "" })).filter((s) => s.text);
+      const sources = rows
+        .map((r) => ({ documentId: r.id, contentHash: r.contentHash, text: texts.get(r.id) ?? "" }))
+        .filter((s) => s.text);
       return summarizeDocuments(chat, auth.orgId, sources, d1SummaryCache(env), usage);
     },
   };
@@ -158,7 +239,16 @@ export async function queryWithModelOptions(env: Env, auth: AuthContext, kbId: s
   return {
     ...result,
     usage: usage.report(),
-    ...(answer ? { answer_metadata: { citations: answer.citations, model: answer.model, extractive: answer.extractive, mode: answer.mode } } : {}),
+    ...(answer
+      ? {
+          answer_metadata: {
+            citations: answer.citations,
+            model: answer.model,
+            extractive: answer.extractive,
+            mode: answer.mode,
+          },
+        }
+      : {}),
     ...(generatedFilter ? { generated_filter: generatedFilter } : {}),
   };
 }

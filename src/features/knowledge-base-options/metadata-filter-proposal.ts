@@ -85,11 +85,25 @@ export function vetProposal(candidate: unknown, keys: readonly string[]): Filter
  * `generate_metadata_filters`: asks the model for a Qdrant-form filter over the knowledge base's own
  * metadata keys, then vets it. An empty object means "no filter is implied by the question".
  */
-export async function proposeMetadataFilter(model: ChatModel, query: string, keys: MetadataKey[], usage: UsageMeter, signal?: AbortSignal): Promise<FilterProposal> {
+export async function proposeMetadataFilter(
+  model: ChatModel,
+  query: string,
+  keys: MetadataKey[],
+  usage: UsageMeter,
+  signal?: AbortSignal,
+): Promise<FilterProposal> {
   if (keys.length === 0) return { rejected: "the knowledge base has no metadata keys" };
   const described = keys
     .slice(0, 50)
-    .map((k) => `- ${k.key}: e.g. ${k.values.slice(0, 5).map((v) => JSON.stringify(v)).join(", ") || "(no values seen)"}`)
+    .map(
+      (k) =>
+        `- ${k.key}: e.g. ${
+          k.values
+            .slice(0, 5)
+            .map((v) => JSON.stringify(v))
+            .join(", ") || "(no values seen)"
+        }`,
+    )
     .join("\n");
   const result = await model.complete({
     messages: [
@@ -108,5 +122,8 @@ export async function proposeMetadataFilter(model: ChatModel, query: string, key
     signal,
   });
   usage.add(result.model, result.usage);
-  return vetProposal(firstJsonObject(result.text), keys.map((k) => k.key));
+  return vetProposal(
+    firstJsonObject(result.text),
+    keys.map((k) => k.key),
+  );
 }

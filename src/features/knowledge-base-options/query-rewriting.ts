@@ -19,7 +19,13 @@ export function cleanQueryLine(line: string): string {
  * `transform_query`: rewrites the query into a standalone search query using `context` (e.g. the
  * conversation so far). A model that answers nothing usable leaves the query as it was.
  */
-export async function transformQuery(model: ChatModel, query: string, context: string | undefined, usage: UsageMeter, signal?: AbortSignal): Promise<string> {
+export async function transformQuery(
+  model: ChatModel,
+  query: string,
+  context: string | undefined,
+  usage: UsageMeter,
+  signal?: AbortSignal,
+): Promise<string> {
   const result = await model.complete({
     messages: [
       {
@@ -28,14 +34,20 @@ export async function transformQuery(model: ChatModel, query: string, context: s
           "You rewrite a user's search query so that it stands alone and retrieves the right passages from a document collection. " +
           "Resolve pronouns and references using the context. Keep the user's language and key terms. Answer with the rewritten query only, on one line.",
       },
-      { role: "user", content: `${context?.trim() ? `Context:\n${context.trim().slice(0, 8_000)}\n\n` : ""}Query: ${query}` },
+      {
+        role: "user",
+        content: `${context?.trim() ? `Context:\n${context.trim().slice(0, 8_000)}\n\n` : ""}Query: ${query}`,
+      },
     ],
     maxTokens: 200,
     temperature: 0,
     signal,
   });
   usage.add(result.model, result.usage);
-  const line = result.text.split("\n").map(cleanQueryLine).find((l) => l.length > 0);
+  const line = result.text
+    .split("\n")
+    .map(cleanQueryLine)
+    .find((l) => l.length > 0);
   return line ?? query;
 }
 
@@ -43,7 +55,13 @@ export async function transformQuery(model: ChatModel, query: string, context: s
  * `answer_multi_query` and the model form of `expand_query`: alternative phrasings of the query,
  * one per line, deduplicated and bounded. The original query is not among them.
  */
-export async function generateQueryVariants(model: ChatModel, query: string, count: number, usage: UsageMeter, signal?: AbortSignal): Promise<string[]> {
+export async function generateQueryVariants(
+  model: ChatModel,
+  query: string,
+  count: number,
+  usage: UsageMeter,
+  signal?: AbortSignal,
+): Promise<string[]> {
   const n = Math.max(1, Math.min(count, MAX_VARIANTS));
   const result = await model.complete({
     messages: [

@@ -7,11 +7,20 @@ export const DEFAULT_RERANK_DEPTH = 20;
  * `rerank_documents`: the reranker orders the first `depth` items (`num_chunks_to_rerank`) and its
  * scores replace theirs; items past the depth keep their order after them.
  */
-export async function rerankItems(reranker: Reranker, query: string, items: RetrievedItem[], depth = DEFAULT_RERANK_DEPTH): Promise<RetrievedItem[]> {
+export async function rerankItems(
+  reranker: Reranker,
+  query: string,
+  items: RetrievedItem[],
+  depth = DEFAULT_RERANK_DEPTH,
+): Promise<RetrievedItem[]> {
   const head = items.slice(0, depth);
   const tail = items.slice(depth);
   if (head.length === 0) return items;
-  const ranked = await reranker.rerank(query, head.map((item) => item.text), head.length);
+  const ranked = await reranker.rerank(
+    query,
+    head.map((item) => item.text),
+    head.length,
+  );
   const seen = new Set<number>();
   const reordered: RetrievedItem[] = [];
   for (const r of ranked) {

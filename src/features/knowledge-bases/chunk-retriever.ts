@@ -7,7 +7,18 @@ import { rocchio, VECTOR_FEEDBACK } from "./vector-feedback";
 import type { VectorStore } from "./vector-store";
 import type { KeywordScorer } from "./keyword-scorer";
 import type { Scored } from "./hybrid-search";
-import { applyLimits, fuseHalves, fuseQueries, keepTopGroups, needsShaping, pageKey, type RankedChunk, type RetrieveRequest, type RetrieveResult, type StoredChunk } from "./retrieval";
+import {
+  applyLimits,
+  fuseHalves,
+  fuseQueries,
+  keepTopGroups,
+  needsShaping,
+  pageKey,
+  type RankedChunk,
+  type RetrieveRequest,
+  type RetrieveResult,
+  type StoredChunk,
+} from "./retrieval";
 import { causeChain, logEvent } from "../../lib/log";
 
 /** SQLite bound parameters per statement, kept well under the limit. */
@@ -18,10 +29,23 @@ export interface KeywordHit {
   score: number;
 }
 
-type ChunkRow = { rowid: number; id: string; document_id: string | null; position: number; text: string | null; metadata: string };
+type ChunkRow = {
+  rowid: number;
+  id: string;
+  document_id: string | null;
+  position: number;
+  text: string | null;
+  metadata: string;
+};
 
 function toChunk(r: Omit<ChunkRow, "rowid">): StoredChunk {
-  return { id: r.id, documentId: r.document_id ?? "", position: r.position, text: r.text ?? "", metadata: JSON.parse(r.metadata) as VectorMetadata };
+  return {
+    id: r.id,
+    documentId: r.document_id ?? "",
+    position: r.position,
+    text: r.text ?? "",
+    metadata: JSON.parse(r.metadata) as VectorMetadata,
+  };
 }
 
 /**
@@ -39,7 +63,9 @@ export class ChunkRetriever {
   /** The rowids the filter admits, read by its SQL form. */
   private allowedRowids(filter: FilterNode): Set<number> {
     const where = filterToSql(filter);
-    const rows = this.sql.exec<{ rowid: number }>(`SELECT rowid FROM items WHERE ${where.sql}`, ...where.params).toArray();
+    const rows = this.sql
+      .exec<{ rowid: number }>(`SELECT rowid FROM items WHERE ${where.sql}`, ...where.params)
+      .toArray();
     return new Set(rows.map((r) => r.rowid));
   }
 
@@ -48,7 +74,14 @@ export class ChunkRetriever {
     const out: ChunkRow[] = [];
     for (let i = 0; i < rowids.length; i += IN_BATCH) {
       const part = rowids.slice(i, i + IN_BATCH);
-      out.push(...this.sql.exec<ChunkRow>(`SELECT rowid, ${columns} FROM items WHERE rowid IN (${part.map(() => "?").join(",")})`, ...part).toArray());
+      out.push(
+        ...this.sql
+          .exec<ChunkRow>(
+            `SELECT rowid, ${columns} FROM items WHERE rowid IN (${part.map(() => "?").join(",")})`,
+            ...part,
+          )
+          .toArray(),
+      );
     }
     return out;
   }
@@ -56,14 +89,25 @@ export class ChunkRetriever {
   /** Ids (and, when asked, parsed metadata) of some rows, by rowid. */
   private rowsOf(rowids: number[], withMetadata: boolean): Map<number, { id: string; metadata: VectorMetadata }> {
     const rows = this.rowsByRowid(rowids, withMetadata ? "id, metadata" : "id, '{}' AS metadata");
-    return new Map(rows.map((r) => [r.rowid, { id: r.id, metadata: withMetadata ? (JSON.parse(r.metadata) as VectorMetadata) : {} }]));
+    return new Map(
+      rows.map((r) => [
+        r.rowid,
+        { id: r.id, metadata: withMetadata ? (JSON.parse(r.metadata) as VectorMetadata) : {} },
+      ]),
+    );
   }
 
   /** The Vectorize-shaped query: the `topK` nearest vectors the filter admits. */
-  vectorQuery(vector: number[], options: { topK: number; filter?: FilterNode; returnMetadata?: boolean }): { matches: VectorMatch[] } {
+  vectorQuery(
+    vector: number[],
+    options: { topK: number; filter?: FilterNode; returnMetadata?: boolean },
+  ): { matches: VectorMatch[] } {
     const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
     const ranked = this.vectors.nearest(vector, topK, options.filter ? this.allowedRowids(options.filter) : undefined);
-    const meta = this.rowsOf(ranked.map((r) => r.rowid), options.filter !== undefined || options.returnMetadata === true);
+    const meta = this.rowsOf(
+      ranked.map((r) => r.rowid),
+      options.filter !== undefined || options.returnMetadata === true,
+    );
     const matches: VectorMatch[] = [];
     for (const r of ranked) {
       const m = meta.get(r.rowid);
@@ -81,7 +125,13 @@ export class ChunkRetriever {
    * pseudo-relevance feedback from that ranking's top chunks. If the in-memory scorer fails, FTS5
    * ranks the plain terms in SQL.
    */
-  private keywordRows(text: string, topK: number, filter: FilterNode | undefined, allowed: Set<number> | undefined, feedback: boolean | ((first: Scored<number>[]) => Scored<number>[]) = true): Scored<number>[] {
+  private keywordRows(
+    text: string,
+    topK: number,
+    filter: FilterNode | undefined,
+    allowed: Set<number> | undefined,
+    feedback: boolean | ((first: Scored<number>[]) => Scored<number>[]) = true,
+  ): Scored<number>[] {
     const counts = queryTermCounts(text);
     if (counts.size === 0) return [];
     const chosen = selectTerms([...counts.keys()], (t) => this.keywords.frequencyOf(t));
@@ -91,14 +141,25 @@ export class ChunkRetriever {
       const hits = this.keywords.scoreStems(query, topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
       if (feedback === false || hits.length < 2) return this.boostTitles(hits, query);
       const top = (feedback === true ? hits : feedback(hits)).slice(0, FEEDBACK.docs);
-      const texts = new Map(this.rowsByRowid(top.map((h) => h.id), "text").map((r) => [r.rowid, r.text ?? ""]));
-      const docs = top.map((h) => ({ stems: this.keywords.weightedStems(feedbackWords(texts.get(h.id) ?? "")), score: h.score }));
+      const texts = new Map(
+        this.rowsByRowid(
+          top.map((h) => h.id),
+          "text",
+        ).map((r) => [r.rowid, r.text ?? ""]),
+      );
+      const docs = top.map((h) => ({
+        stems: this.keywords.weightedStems(feedbackWords(texts.get(h.id) ?? "")),
+        score: h.score,
+      }));
       const idf = (stem: string): number => {
         const { chunks, df } = this.keywords.stemFrequency(stem);
         return Math.log(1 + chunks / (1 + df));
       };
       const expanded = expandWithFeedback(query, docs, idf);
-      return this.boostTitles(this.keywords.scoreStems(expanded, topK, allowed).map((r) => ({ id: r.rowid, score: r.score })), expanded);
+      return this.boostTitles(
+        this.keywords.scoreStems(expanded, topK, allowed).map((r) => ({ id: r.rowid, score: r.score })),
+        expanded,
+      );
     } catch (error) {
       logEvent("warn", "keyword_scorer_failed", { fallback: "FTS5 rank", cause: causeChain(error) });
       const where = filter ? filterToSql(filter) : undefined;
@@ -116,22 +177,39 @@ export class ChunkRetriever {
 
   /** The BM25 ranking's head re-ranked with its documents' titles (title-boost.ts). */
   private boostTitles(hits: Scored<number>[], query: Map<string, number>): Scored<number>[] {
-    const head = this.rowsByRowid(hits.slice(0, TITLE_BOOST.rerank).map((h) => h.id), "text, position");
+    const head = this.rowsByRowid(
+      hits.slice(0, TITLE_BOOST.rerank).map((h) => h.id),
+      "text, position",
+    );
     const titles = new Map<number, string[]>();
     for (const row of head) {
       const title = leadingTitle(row.text ?? "", row.position);
       if (title) titles.set(row.rowid, [...this.keywords.weightedStems(feedbackWords(title)).keys()]);
     }
     if (titles.size === 0) return hits;
-    return boostTitles(hits, (rowid) => titles.get(rowid), query, (stem) => this.keywords.idfOf(stem));
+    return boostTitles(
+      hits,
+      (rowid) => titles.get(rowid),
+      query,
+      (stem) => this.keywords.idfOf(stem),
+    );
   }
 
   /** BM25 over FTS5, restricted by the filter (pseudo-relevance feedback reads this directly). */
   keywordSearch(text: string, options: { topK: number; filter?: FilterNode }): KeywordHit[] {
     const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
     // The first retrieval of the `expand_query` option: plain BM25, no feedback of its own.
-    const rows = this.keywordRows(text, topK, options.filter, options.filter ? this.allowedRowids(options.filter) : undefined, false);
-    const info = this.rowsOf(rows.map((r) => r.id), options.filter !== undefined);
+    const rows = this.keywordRows(
+      text,
+      topK,
+      options.filter,
+      options.filter ? this.allowedRowids(options.filter) : undefined,
+      false,
+    );
+    const info = this.rowsOf(
+      rows.map((r) => r.id),
+      options.filter !== undefined,
+    );
     const hits: KeywordHit[] = [];
     for (const row of rows) {
       const item = info.get(row.id);
@@ -147,7 +225,11 @@ export class ChunkRetriever {
     const rowidOf = new Map<string, number>();
     for (let i = 0; i < hits.length; i += IN_BATCH) {
       const part = hits.slice(i, i + IN_BATCH).map((h) => h.id);
-      for (const r of this.sql.exec<{ rowid: number; id: string }>(`SELECT rowid, id FROM items WHERE id IN (${part.map(() => "?").join(",")})`, ...part)) rowidOf.set(r.id, r.rowid);
+      for (const r of this.sql.exec<{ rowid: number; id: string }>(
+        `SELECT rowid, id FROM items WHERE id IN (${part.map(() => "?").join(",")})`,
+        ...part,
+      ))
+        rowidOf.set(r.id, r.rowid);
     }
     return hits.flatMap((h) => {
       const rowid = rowidOf.get(h.id);
@@ -164,20 +246,37 @@ export class ChunkRetriever {
     const allowed = request.filter ? this.allowedRowids(request.filter) : undefined;
     const perQuery = request.queries.map((query) => {
       let vector: Scored<number>[] = [];
-      if (request.mode !== "keyword" && query.vector) vector = this.vectors.nearest(query.vector, request.depth, allowed).map((r) => ({ id: r.rowid, score: r.score }));
+      if (request.mode !== "keyword" && query.vector)
+        vector = this.vectors
+          .nearest(query.vector, request.depth, allowed)
+          .map((r) => ({ id: r.rowid, score: r.score }));
       else if (request.mode !== "keyword" && query.vectorHits) vector = this.rowidsOfHits(query.vectorHits, allowed);
       // Feedback chunks come from the first pass fused with the vector half when there is one:
       // the fused ranking's top is more often relevant than BM25's alone.
-      const keyword = request.mode !== "vector" ? this.keywordRows(query.text, request.depth, request.filter, allowed, vector.length ? (first) => fuseHalves(first, vector, request) : true) : [];
+      const keyword =
+        request.mode !== "vector"
+          ? this.keywordRows(
+              query.text,
+              request.depth,
+              request.filter,
+              allowed,
+              vector.length ? (first) => fuseHalves(first, vector, request) : true,
+            )
+          : [];
       // Vector feedback (vector-feedback.ts): the query's embedding moved towards the top chunks
       // both halves agree on, searched once more. Only for the object's own vectors (Vectorize
       // answered before the call).
       if (request.mode === "hybrid" && query.vector && vector.length && keyword.length) {
         const top = fuseHalves(keyword, vector, request).slice(0, VECTOR_FEEDBACK.docs);
-        const feedbackVectors = top.map((t) => this.vectors.valuesOf(t.id)).filter((v): v is number[] => v !== undefined);
+        const feedbackVectors = top
+          .map((t) => this.vectors.valuesOf(t.id))
+          .filter((v): v is number[] => v !== undefined);
         // Rescored over the candidates the two halves already found, not a second scan of every vector.
         const candidates = new Set([...vector, ...keyword].map((c) => c.id));
-        if (feedbackVectors.length) vector = this.vectors.nearest(rocchio(query.vector, feedbackVectors), request.depth, candidates).map((r) => ({ id: r.rowid, score: r.score }));
+        if (feedbackVectors.length)
+          vector = this.vectors
+            .nearest(rocchio(query.vector, feedbackVectors), request.depth, candidates)
+            .map((r) => ({ id: r.rowid, score: r.score }));
       }
       return fuseHalves(keyword, vector, request);
     });
@@ -190,7 +289,12 @@ export class ChunkRetriever {
     const batch = shaping ? shortlist.length : request.topK;
     for (let i = 0; i < shortlist.length && (shaping || ranked.length < request.topK); i += batch) {
       const part = shortlist.slice(i, i + batch);
-      const rows = new Map(this.rowsByRowid(part.map((s) => s.id), "id, document_id, position, text, metadata").map((r) => [r.rowid, r]));
+      const rows = new Map(
+        this.rowsByRowid(
+          part.map((s) => s.id),
+          "id, document_id, position, text, metadata",
+        ).map((r) => [r.rowid, r]),
+      );
       for (const s of part) {
         const row = rows.get(s.id);
         if (!row) continue;
@@ -208,7 +312,10 @@ export class ChunkRetriever {
     const pages = new Set(ranked.map(({ chunk }) => pageKey(chunk)));
     const texts = new Map<string, string>();
     for (const documentId of new Set(ranked.map(({ chunk }) => chunk.documentId))) {
-      for (const row of this.sql.exec<Omit<ChunkRow, "rowid">>("SELECT id, document_id, position, text, metadata FROM items WHERE document_id = ? ORDER BY position LIMIT 20000", documentId)) {
+      for (const row of this.sql.exec<Omit<ChunkRow, "rowid">>(
+        "SELECT id, document_id, position, text, metadata FROM items WHERE document_id = ? ORDER BY position LIMIT 20000",
+        documentId,
+      )) {
         const chunk = toChunk(row);
         const key = pageKey(chunk);
         if (pages.has(key)) texts.set(key, texts.has(key) ? `${texts.get(key)}\n\n${chunk.text}` : chunk.text);
@@ -221,7 +328,11 @@ export class ChunkRetriever {
     const out: StoredChunk[] = [];
     for (let i = 0; i < ids.length; i += IN_BATCH) {
       const part = ids.slice(i, i + IN_BATCH);
-      for (const r of this.sql.exec<Omit<ChunkRow, "rowid">>(`SELECT id, document_id, position, text, metadata FROM items WHERE id IN (${part.map(() => "?").join(",")})`, ...part)) out.push(toChunk(r));
+      for (const r of this.sql.exec<Omit<ChunkRow, "rowid">>(
+        `SELECT id, document_id, position, text, metadata FROM items WHERE id IN (${part.map(() => "?").join(",")})`,
+        ...part,
+      ))
+        out.push(toChunk(r));
     }
     return out;
   }
@@ -230,7 +341,12 @@ export class ChunkRetriever {
   documentChunks(documentIds: string[], limitPerDocument: number): StoredChunk[] {
     const out: StoredChunk[] = [];
     for (const documentId of documentIds) {
-      for (const r of this.sql.exec<Omit<ChunkRow, "rowid">>("SELECT id, document_id, position, text, metadata FROM items WHERE document_id = ? ORDER BY position LIMIT ?", documentId, limitPerDocument)) out.push(toChunk(r));
+      for (const r of this.sql.exec<Omit<ChunkRow, "rowid">>(
+        "SELECT id, document_id, position, text, metadata FROM items WHERE document_id = ? ORDER BY position LIMIT ?",
+        documentId,
+        limitPerDocument,
+      ))
+        out.push(toChunk(r));
     }
     return out;
   }

@@ -78,7 +78,8 @@ function units(text: string, tokens: Token[]): Unit[] {
     const ch = text[token.start];
     const terminal = token.end - token.start === 1 && (ch === "." || ch === "!" || ch === "?" || ch === "。");
     const gap = next ? text.slice(token.end, next.start) : "";
-    const paragraphBreak = /\n\s*\n/.test(gap) || (gap.includes("\n") && next !== undefined && text[next.start] === "#");
+    const paragraphBreak =
+      /\n\s*\n/.test(gap) || (gap.includes("\n") && next !== undefined && text[next.start] === "#");
     const lineBreakInList = gap.includes("\n") && next !== undefined && /[-*|]/.test(text[next.start]);
     if ((terminal && /\s/.test(gap[0] ?? " ")) || paragraphBreak || lineBreakInList) close(i + 1);
   }
@@ -105,7 +106,8 @@ export function chunkText(text: string, options: ChunkOptions): TextChunk[] {
   const emit = () => {
     if (chunkFrom < 0 || chunkTo <= chunkFrom) return;
     const body = text.slice(tokens[chunkFrom].start, tokens[chunkTo - 1].end).trim();
-    if (body) chunks.push({ text: body, position: chunks.length, tokenCount: chunkTo - chunkFrom, section: chunkSection });
+    if (body)
+      chunks.push({ text: body, position: chunks.length, tokenCount: chunkTo - chunkFrom, section: chunkSection });
   };
   /** Where the next chunk begins: `chunkOverlap` tokens back, never before the last start. */
   const restartAt = (end: number) => Math.max(chunkFrom + 1, end - chunkOverlap);

@@ -9,7 +9,10 @@ export type IndexingOutcome = { status: "ready"; chunks: number } | { status: "f
 /** Records how a document's indexing ended (called by the Durable Object's alarm too). */
 export async function markDocumentIndexed(env: Env, documentId: string, result: IndexingOutcome): Promise<void> {
   const now = new Date().toISOString();
-  const set = result.status === "ready" ? { status: "ready" as const, error: null, chunkCount: result.chunks, updatedAt: now } : { status: "failed" as const, error: result.error, updatedAt: now };
+  const set =
+    result.status === "ready"
+      ? { status: "ready" as const, error: null, chunkCount: result.chunks, updatedAt: now }
+      : { status: "failed" as const, error: result.error, updatedAt: now };
   await database(env).update(kbDocuments).set(set).where(eq(kbDocuments.id, documentId));
 }
 
@@ -30,10 +33,16 @@ export function statementSpec(query: { toSQL(): { sql: string; params: unknown[]
  * index object's coalesced writes). The rows travel as one JSON parameter, since D1 binds at
  * most 100 parameters per statement; a row already there (a retry) is updated, never doubled.
  */
-export async function recordDocuments(env: Env, documents: { row: KbDocumentRow; outcome: IndexingOutcome }[], audits: StatementSpec[]): Promise<void> {
+export async function recordDocuments(
+  env: Env,
+  documents: { row: KbDocumentRow; outcome: IndexingOutcome }[],
+  audits: StatementSpec[],
+): Promise<void> {
   const now = new Date().toISOString();
   const rows = documents.map(({ row, outcome }) =>
-    outcome.status === "ready" ? { ...row, status: "ready", error: null, chunkCount: outcome.chunks, updatedAt: now } : { ...row, status: "failed", error: outcome.error, updatedAt: now },
+    outcome.status === "ready"
+      ? { ...row, status: "ready", error: null, chunkCount: outcome.chunks, updatedAt: now }
+      : { ...row, status: "failed", error: outcome.error, updatedAt: now },
   );
   const upsert = env.DB.prepare(`
     INSERT INTO kb_documents (id, kb_id, org_id, name, path, mime_type, source, size, content_hash, r2_key, custom_metadata, status, error, chunk_count, created_at, updated_at)
@@ -42,7 +51,9 @@ export async function recordDocuments(env: Env, documents: { row: KbDocumentRow;
       json_extract(value, '$.customMetadata'), json_extract(value, '$.status'), json_extract(value, '$.error'), json_extract(value, '$.chunkCount'),
       json_extract(value, '$.createdAt'), json_extract(value, '$.updatedAt')
     FROM json_each(?) WHERE true
-    ON CONFLICT (id) DO UPDATE SET status = excluded.status, error = excluded.error, chunk_count = excluded.chunk_count, updated_at = excluded.updated_at`).bind(JSON.stringify(rows));
+    ON CONFLICT (id) DO UPDATE SET status = excluded.status, error = excluded.error, chunk_count = excluded.chunk_count, updated_at = excluded.updated_at`).bind(
+    JSON.stringify(rows),
+  );
   await env.DB.batch([upsert, ...audits.map((a) => env.DB.prepare(a.sql).bind(...a.params))]);
 }
 

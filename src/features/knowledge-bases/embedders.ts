@@ -26,6 +26,7 @@ export function knownEmbeddingModels(): string[] {
 
 export async function resolveEmbedder(env: Env, model: string): Promise<Embedder> {
   const factory = FACTORIES.get(model);
-  if (!factory) throw badRequest(`unknown embedding model: ${model} (available: ${knownEmbeddingModels().join(", ") || "none"})`);
+  if (!factory)
+    throw badRequest(`unknown embedding model: ${model} (available: ${knownEmbeddingModels().join(", ") || "none"})`);
   return factory(env);
 }

@@ -72,8 +72,13 @@ export function detectFileType(mimeType: string | undefined, name: string | unde
   const named = mime && !GENERIC_MIME.has(mime) ? mime : extension ? `.${extension}` : "unknown";
   // With neither a type nor a name, say where they go: the natural guesses (`file_data.name`,
   // `file_data.file.name`) are not where Loom (and the hosted API) read them.
-  const where = named === "unknown" ? '; name the file in file_data.file.metadata.name (e.g. "notes.md") or give its type in file_data.file.metadata.mime_type (e.g. "text/plain")' : "";
-  throw badRequest(`unsupported file type: ${named} (Loom reads plain text, Markdown, HTML, CSV, JSON, PDF and DOCX)${where}`);
+  const where =
+    named === "unknown"
+      ? '; name the file in file_data.file.metadata.name (e.g. "notes.md") or give its type in file_data.file.metadata.mime_type (e.g. "text/plain")'
+      : "";
+  throw badRequest(
+    `unsupported file type: ${named} (Loom reads plain text, Markdown, HTML, CSV, JSON, PDF and DOCX)${where}`,
+  );
 }
 
 function decodeUtf8(bytes: Uint8Array): string {
@@ -106,7 +111,10 @@ export async function extractText(kind: FileKind, bytes: Uint8Array, readPdf?: P
     case "docx":
       return { pages: [docxToText(bytes)] };
     case "pdf":
-      if (!readPdf) throw new ExtractionError("PDF files are read in the parser's Dynamic Worker (the LOADER binding, wrangler.toml [[worker_loaders]]), which this deployment lacks");
+      if (!readPdf)
+        throw new ExtractionError(
+          "PDF files are read in the parser's Dynamic Worker (the LOADER binding, wrangler.toml [[worker_loaders]]), which this deployment lacks",
+        );
       return { pages: await readPdf(bytes) };
   }
 }

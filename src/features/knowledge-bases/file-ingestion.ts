@@ -13,7 +13,16 @@ import { readDocumentText } from "./parsing/document-parser";
 import { ExtractionError } from "./parsing/parse-limits";
 import { indexStub } from "./durable-object-vector-index";
 import { insertDocumentRows, statementSpec } from "./documents.repository";
-import { CHUNKS_PER_CALL, MAX_FILE_BYTES, chunkDocument, chunkProblem, contentHashOf, ingestChunks, type ChunkSettings, type PreparedDocument } from "./ingestion.service";
+import {
+  CHUNKS_PER_CALL,
+  MAX_FILE_BYTES,
+  chunkDocument,
+  chunkProblem,
+  contentHashOf,
+  ingestChunks,
+  type ChunkSettings,
+  type PreparedDocument,
+} from "./ingestion.service";
 import { MAX_FILES_PER_REQUEST, type IndexInput } from "./knowledge-bases.schemas";
 
 /** Content hashes looked up per D1 statement (D1 binds at most 100 parameters). */
@@ -28,7 +37,8 @@ export interface PreparedFile extends PreparedDocument {
 
 function decodeRawBytes(raw: string, field: string): Uint8Array {
   const compact = raw.replace(/\s+/g, "").replace(/^data:[^,]*;base64,/, "");
-  if (compact.length > Math.ceil((MAX_FILE_BYTES * 4) / 3) + 4) throw new AppError("payload_too_large", `${field}: the file exceeds ${MAX_FILE_BYTES} bytes`);
+  if (compact.length > Math.ceil((MAX_FILE_BYTES * 4) / 3) + 4)
+    throw new AppError("payload_too_large", `${field}: the file exceeds ${MAX_FILE_BYTES} bytes`);
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact)) throw badRequest(`${field}: not valid base64`);
   try {
     return fromBase64(compact.replace(/-/g, "+").replace(/_/g, "/"));
@@ -41,11 +51,21 @@ type FileDataEntry = Exclude<NonNullable<IndexInput["file_data"]>, unknown[]>;
 type FilePartEntry = Exclude<NonNullable<FileDataEntry["file"]>, unknown[]>;
 
 /** `file_data` in its three forms (one file, a list, several multipart parts) as one list, each with the field that names it in errors. */
-function fileEntries(fileData: NonNullable<IndexInput["file_data"]>): { part: FilePartEntry; entry: FileDataEntry; field: string }[] {
-  const entries = Array.isArray(fileData) ? fileData.map((entry, i) => ({ entry, field: `file_data[${i}]` })) : [{ entry: fileData, field: "file_data" }];
+function fileEntries(
+  fileData: NonNullable<IndexInput["file_data"]>,
+): { part: FilePartEntry; entry: FileDataEntry; field: string }[] {
+  const entries = Array.isArray(fileData)
+    ? fileData.map((entry, i) => ({ entry, field: `file_data[${i}]` }))
+    : [{ entry: fileData, field: "file_data" }];
   const missing = entries.find(({ entry }) => entry.file === undefined);
   if (missing) throw badRequest(`${missing.field}.file: Invalid input: expected object, received undefined`);
-  return entries.flatMap(({ entry, field }) => (entry.file === undefined ? [] : Array.isArray(entry.file) ? entry.file.map((part, j) => ({ part, entry, field: `${field}.file[${j}]` })) : [{ part: entry.file, entry, field: `${field}.file` }]));
+  return entries.flatMap(({ entry, field }) =>
+    entry.file === undefined
+      ? []
+      : Array.isArray(entry.file)
+        ? entry.file.map((part, j) => ({ part, entry, field: `${field}.file[${j}]` }))
+        : [{ part: entry.file, entry, field: `${field}.file` }],
+  );
 }
 
 /**
@@ -53,19 +73,29 @@ function fileEntries(fileData: NonNullable<IndexInput["file_data"]>): { part: Fi
  * limit, no text) refuses the whole request with a 400 naming it, before anything is stored: the
  * caller learns at once and retries without the file, and no half-indexed batch is left behind.
  */
-export async function prepareFiles(env: Env, orgId: string, fileData: NonNullable<IndexInput["file_data"]>, settings: ChunkSettings): Promise<PreparedFile[]> {
+export async function prepareFiles(
+  env: Env,
+  orgId: string,
+  fileData: NonNullable<IndexInput["file_data"]>,
+  settings: ChunkSettings,
+): Promise<PreparedFile[]> {
   const entries = fileEntries(fileData);
-  if (entries.length > MAX_FILES_PER_REQUEST) throw badRequest(`file_data: at most ${MAX_FILES_PER_REQUEST} files per request; this one has ${entries.length}`);
+  if (entries.length > MAX_FILES_PER_REQUEST)
+    throw badRequest(`file_data: at most ${MAX_FILES_PER_REQUEST} files per request; this one has ${entries.length}`);
   const prepared: PreparedFile[] = [];
   for (const { part, entry, field } of entries) {
     const bytes = decodeRawBytes(part.raw_bytes, `${field}.raw_bytes`);
     if (bytes.length === 0) throw badRequest(`${field}.raw_bytes: the file is empty`);
-    if (bytes.length > MAX_FILE_BYTES) throw new AppError("payload_too_large", `${field}.raw_bytes: the file exceeds ${MAX_FILE_BYTES} bytes`);
+    if (bytes.length > MAX_FILE_BYTES)
+      throw new AppError("payload_too_large", `${field}.raw_bytes: the file exceeds ${MAX_FILE_BYTES} bytes`);
     // The SDK names a single file beside the part (`file_data.metadata`); what it says beats what the part implied.
     const meta = { ...part.metadata, ...(Array.isArray(entry.file) ? {} : entry.metadata) };
     const kind = detectFileType(meta.mime_type, meta.name ?? meta.path, bytes);
     const name = meta.name ?? meta.path?.split("/").pop() ?? "document";
-    const refuse = (reason: string) => badRequest(`${field} ('${name.slice(0, 200)}') cannot be indexed: ${reason}${entries.length > 1 ? "; no file of this request was indexed" : ""}`);
+    const refuse = (reason: string) =>
+      badRequest(
+        `${field} ('${name.slice(0, 200)}') cannot be indexed: ${reason}${entries.length > 1 ? "; no file of this request was indexed" : ""}`,
+      );
     let pages: string[];
     try {
       pages = (await readDocumentText(env, orgId, kind, bytes)).pages;
@@ -73,7 +103,17 @@ export async function prepareFiles(env: Env, orgId: string, fileData: NonNullabl
       if (error instanceof ExtractionError) throw refuse(error.message);
       throw error;
     }
-    const doc = { name, path: meta.path ?? null, mimeType: KIND_MIME[kind], source: "file", size: bytes.length, bytes, customMetadata: entry.custom_metadata ?? {}, extraMetadata: {}, pages };
+    const doc = {
+      name,
+      path: meta.path ?? null,
+      mimeType: KIND_MIME[kind],
+      source: "file",
+      size: bytes.length,
+      bytes,
+      customMetadata: entry.custom_metadata ?? {},
+      extraMetadata: {},
+      pages,
+    };
     const chunkCount = chunkDocument("x", doc, settings).length;
     const problem = chunkProblem(chunkCount);
     if (problem) throw refuse(problem);
@@ -91,7 +131,13 @@ async function knownHashes(env: Env, kbId: string, hashes: string[]): Promise<Ma
     const rows = await db
       .select({ id: kbDocuments.id, hash: kbDocuments.contentHash })
       .from(kbDocuments)
-      .where(and(eq(kbDocuments.kbId, kbId), inArray(kbDocuments.contentHash, unique.slice(i, i + HASHES_PER_LOOKUP)), ne(kbDocuments.status, "failed")));
+      .where(
+        and(
+          eq(kbDocuments.kbId, kbId),
+          inArray(kbDocuments.contentHash, unique.slice(i, i + HASHES_PER_LOOKUP)),
+          ne(kbDocuments.status, "failed"),
+        ),
+      );
     for (const r of rows) if (!known.has(r.hash)) known.set(r.hash, r.id);
   }
   return known;
@@ -104,7 +150,13 @@ async function knownHashes(env: Env, kbId: string, hashes: string[]): Promise<Ma
  * index object in one call, where they are written together with other requests' documents and
  * their outcome recorded in D1 by the object. Larger ones continue in steps as before.
  */
-export async function indexFiles(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, files: PreparedFile[], settings: ChunkSettings): Promise<string[]> {
+export async function indexFiles(
+  env: Env,
+  auth: AuthContext,
+  kb: KnowledgeBaseRow,
+  files: PreparedFile[],
+  settings: ChunkSettings,
+): Promise<string[]> {
   const hashes = await Promise.all(files.map((f) => contentHashOf(f, settings)));
   const known = await knownHashes(env, kb.id, hashes);
   const ids: string[] = [];
@@ -116,7 +168,24 @@ export async function indexFiles(env: Env, auth: AuthContext, kb: KnowledgeBaseR
     if (known.has(hashes[i])) return;
     known.set(hashes[i], id);
     const r2Key = `knowledge-bases/${kb.id}/${id}/original`;
-    const row: KbDocumentRow = { id, kbId: kb.id, orgId: kb.orgId, name: file.name, path: file.path, mimeType: file.mimeType, source: file.source, size: file.size, contentHash: hashes[i], r2Key, customMetadata: JSON.stringify(file.customMetadata), status: "indexing", error: null, chunkCount: 0, createdAt: now, updatedAt: now };
+    const row: KbDocumentRow = {
+      id,
+      kbId: kb.id,
+      orgId: kb.orgId,
+      name: file.name,
+      path: file.path,
+      mimeType: file.mimeType,
+      source: file.source,
+      size: file.size,
+      contentHash: hashes[i],
+      r2Key,
+      customMetadata: JSON.stringify(file.customMetadata),
+      status: "indexing",
+      error: null,
+      chunkCount: 0,
+      createdAt: now,
+      updatedAt: now,
+    };
     fresh.push({ file, row });
   });
   if (fresh.length === 0) return ids;
@@ -126,10 +195,24 @@ export async function indexFiles(env: Env, auth: AuthContext, kb: KnowledgeBaseR
       action: "knowledge_base.index",
       targetType: "knowledge_base",
       targetId: kb.id,
-      details: fresh.length === 1 ? { document_id: fresh[0].row.id, name: fresh[0].row.name, source: "file" } : { document_ids: fresh.map((f) => f.row.id), names: fresh.slice(0, 20).map((f) => f.row.name), source: "file" },
+      details:
+        fresh.length === 1
+          ? { document_id: fresh[0].row.id, name: fresh[0].row.name, source: "file" }
+          : {
+              document_ids: fresh.map((f) => f.row.id),
+              names: fresh.slice(0, 20).map((f) => f.row.name),
+              source: "file",
+            },
     }),
   );
-  const originals = Promise.all(fresh.map(({ file, row }) => env.FILES.put(row.r2Key ?? "", file.bytes ?? new Uint8Array(), { httpMetadata: { contentType: file.mimeType }, customMetadata: { name: file.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: row.id } })));
+  const originals = Promise.all(
+    fresh.map(({ file, row }) =>
+      env.FILES.put(row.r2Key ?? "", file.bytes ?? new Uint8Array(), {
+        httpMetadata: { contentType: file.mimeType },
+        customMetadata: { name: file.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: row.id },
+      }),
+    ),
+  );
 
   const small: DocumentJob[] = [];
   const large: { row: KbDocumentRow; chunks: ChunkInput[] }[] = [];
@@ -155,7 +238,10 @@ export async function indexFiles(env: Env, auth: AuthContext, kb: KnowledgeBaseR
   await Promise.all(calls);
   // Large documents: their row first (its progress is visible while the alarm continues them).
   for (const [n, { row, chunks }] of large.entries()) {
-    const statements = [insertDocumentRows(env, [row]), ...(small.length === 0 && n === 0 ? [env.DB.prepare(audit.sql).bind(...audit.params)] : [])];
+    const statements = [
+      insertDocumentRows(env, [row]),
+      ...(small.length === 0 && n === 0 ? [env.DB.prepare(audit.sql).bind(...audit.params)] : []),
+    ];
     await env.DB.batch(statements);
     await ingestChunks(env, kb, row.id, chunks);
   }

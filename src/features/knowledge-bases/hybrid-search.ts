@@ -49,18 +49,24 @@ function standardise<K extends string | number>(list: Scored<K>[]): { z: Map<K, 
  * weighs its feedback chunks by these scores, and rescaling the list to [0, 1] made the top five
  * weigh nearly the same (measured lower on both collections, BENCHMARKS.md).
  */
-export function weightedFusion<K extends string | number>(vector: Scored<K>[], keyword: Scored<K>[], alpha: number): Scored<K>[] {
+export function weightedFusion<K extends string | number>(
+  vector: Scored<K>[],
+  keyword: Scored<K>[],
+  alpha: number,
+): Scored<K>[] {
   const v = standardise(vector);
   const k = standardise(keyword);
   const mixed = new Map<K, number>();
-  for (const id of new Set([...v.z.keys(), ...k.z.keys()])) mixed.set(id, alpha * (v.z.get(id) ?? v.missing) + (1 - alpha) * (k.z.get(id) ?? k.missing));
+  for (const id of new Set([...v.z.keys(), ...k.z.keys()]))
+    mixed.set(id, alpha * (v.z.get(id) ?? v.missing) + (1 - alpha) * (k.z.get(id) ?? k.missing));
   return sortScores(mixed);
 }
 
 /** Fuses the result lists of several queries by each item's best score. */
 export function maxFusion<K extends string | number>(lists: Scored<K>[][]): Scored<K>[] {
   const scores = new Map<K, number>();
-  for (const list of lists) for (const item of list) scores.set(item.id, Math.max(scores.get(item.id) ?? -Infinity, item.score));
+  for (const list of lists)
+    for (const item of list) scores.set(item.id, Math.max(scores.get(item.id) ?? -Infinity, item.score));
   return sortScores(scores);
 }
 

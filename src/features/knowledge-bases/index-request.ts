@@ -20,12 +20,27 @@ export interface IngestionDeps {
 
 function fromSource(doc: SourceDocument): PreparedDocument {
   const text = doc.pages.join("\n\n");
-  return { name: doc.name, path: doc.url, mimeType: doc.mimeType, source: doc.source, size: new TextEncoder().encode(text).length, bytes: new TextEncoder().encode(text), customMetadata: {}, pages: doc.pages, extraMetadata: doc.metadata };
+  return {
+    name: doc.name,
+    path: doc.url,
+    mimeType: doc.mimeType,
+    source: doc.source,
+    size: new TextEncoder().encode(text).length,
+    bytes: new TextEncoder().encode(text),
+    customMetadata: {},
+    pages: doc.pages,
+    extraMetadata: doc.metadata,
+  };
 }
 
-function chunkSettings(kb: KnowledgeBaseRow, config: IndexInput["config"]): { chunkSize: number; chunkOverlap: number } {
+function chunkSettings(
+  kb: KnowledgeBaseRow,
+  config: IndexInput["config"],
+): { chunkSize: number; chunkOverlap: number } {
   const chunkSize = config.chunk_size ?? kb.chunkSize;
-  const chunkOverlap = config.chunk_overlap ?? (config.chunk_size !== undefined ? Math.min(kb.chunkOverlap, chunkSize - 1) : kb.chunkOverlap);
+  const chunkOverlap =
+    config.chunk_overlap ??
+    (config.chunk_size !== undefined ? Math.min(kb.chunkOverlap, chunkSize - 1) : kb.chunkOverlap);
   if (chunkOverlap >= chunkSize) throw badRequest("config.chunk_overlap: must be less than chunk_size");
   return { chunkSize, chunkOverlap };
 }
@@ -35,19 +50,28 @@ function chunkSettings(kb: KnowledgeBaseRow, config: IndexInput["config"]): { ch
  * is searchable; a document too large for one request keeps `indexing` and is finished by the
  * knowledge base's Durable Object. Identical content already indexed is not indexed again.
  */
-export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: string, input: IndexInput, deps: IngestionDeps = {}): Promise<string[]> {
+export async function indexIntoKnowledgeBase(
+  env: Env,
+  auth: AuthContext,
+  kbId: string,
+  input: IndexInput,
+  deps: IngestionDeps = {},
+): Promise<string[]> {
   const kb = await writableKnowledgeBase(env, auth, kbId);
   const config = input.config;
-  if (config.enrichment_tasks && config.enrichment_tasks.length > 0) throw badRequest("config.enrichment_tasks: Loom does not run enrichment tasks yet; send an empty list");
+  if (config.enrichment_tasks && config.enrichment_tasks.length > 0)
+    throw badRequest("config.enrichment_tasks: Loom does not run enrichment tasks yet; send an empty list");
   const settings = chunkSettings(kb, config);
 
-  const readPdf = async (bytes: Uint8Array): Promise<string[]> => (await readDocumentText(env, auth.orgId, "pdf", bytes)).pages;
+  const readPdf = async (bytes: Uint8Array): Promise<string[]> =>
+    (await readDocumentText(env, auth.orgId, "pdf", bytes)).pages;
   const refs: [string, string | undefined, (ref: string, f?: FetchFunction) => Promise<SourceDocument>][] = [
     ["encyclopedia", input.encyclopedia ?? input.wikipedia, fetchWikipedia],
     ["video", input.video ?? input.youtube, fetchYoutube],
     ["preprint", input.preprint ?? input.arxiv, (ref, f) => fetchArxiv(ref, f, readPdf)],
   ];
-  if (!input.file_data && !input.url_data && refs.every(([, ref]) => !ref)) throw badRequest("give file_data, url_data, encyclopedia, video or preprint to index");
+  if (!input.file_data && !input.url_data && refs.every(([, ref]) => !ref))
+    throw badRequest("give file_data, url_data, encyclopedia, video or preprint to index");
 
   // Every file is read and chunked before anything is stored, so one that cannot be read refuses the request.
   const files = input.file_data ? await prepareFiles(env, auth.orgId, input.file_data, settings) : [];
@@ -59,4 +83,3 @@ export async function indexIntoKnowledgeBase(env: Env, auth: AuthContext, kbId: 
   if (input.url_data) ids.push(...(await indexUrlData(env, auth, kb, input.url_data, settings, indexOne, deps.fetch)));
   return ids;
 }
-

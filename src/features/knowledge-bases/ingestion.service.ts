@@ -2,15 +2,10 @@ import { and, eq, ne } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { kbDocuments, type KbDocumentRow, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
-import { AppError, badRequest } from "../../lib/errors";
-import { fromBase64 } from "../../lib/crypto";
 import { newId, toHex } from "../../lib/ids";
 import { auditInsert } from "../audit/audit.service";
 import type { ChunkInput, IngestJob, IngestResult } from "../../durable-objects/knowledge-base-index";
 import { chunkText } from "./chunker";
-import { detectFileType, KIND_MIME } from "./extract-text";
-import { readDocumentText } from "./parsing/document-parser";
-import { ExtractionError } from "./parsing/parse-limits";
 import { indexStub } from "./durable-object-vector-index";
 import { markDocumentIndexed } from "./documents.repository";
 
@@ -52,7 +47,11 @@ export interface ChunkSettings {
 /** What makes two documents the same for de-duplication: their text, chunking and custom metadata. */
 export async function contentHashOf(doc: PreparedDocument, settings: ChunkSettings): Promise<string> {
   if (!doc.pages) return `failed:${await sha256OfBytes(doc.bytes ?? new Uint8Array())}`;
-  return sha256OfBytes(new TextEncoder().encode(`${settings.chunkSize}:${settings.chunkOverlap}:${JSON.stringify(doc.customMetadata)}:${doc.pages.join("\f")}`));
+  return sha256OfBytes(
+    new TextEncoder().encode(
+      `${settings.chunkSize}:${settings.chunkOverlap}:${JSON.stringify(doc.customMetadata)}:${doc.pages.join("\f")}`,
+    ),
+  );
 }
 
 /**
@@ -60,14 +59,23 @@ export async function contentHashOf(doc: PreparedDocument, settings: ChunkSettin
  * when one is already indexed). `replaces` names documents whose chunks leave the index in the
  * same transaction as this one's last chunks arrive (a re-scraped page).
  */
-export async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow, doc: PreparedDocument, settings: ChunkSettings, options: { target?: IngestTarget; replaces?: string[] } = {}): Promise<string> {
+export async function indexOne(
+  env: Env,
+  auth: AuthContext,
+  kb: KnowledgeBaseRow,
+  doc: PreparedDocument,
+  settings: ChunkSettings,
+  options: { target?: IngestTarget; replaces?: string[] } = {},
+): Promise<string> {
   const db = database(env);
   const contentHash = await contentHashOf(doc, settings);
   if (doc.pages) {
     const same = await db
       .select({ id: kbDocuments.id })
       .from(kbDocuments)
-      .where(and(eq(kbDocuments.kbId, kb.id), eq(kbDocuments.contentHash, contentHash), ne(kbDocuments.status, "failed")))
+      .where(
+        and(eq(kbDocuments.kbId, kb.id), eq(kbDocuments.contentHash, contentHash), ne(kbDocuments.status, "failed")),
+      )
       .limit(1);
     if (same[0]) return same[0].id;
   }
@@ -76,7 +84,10 @@ export async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow
   const now = new Date().toISOString();
   const r2Key = doc.bytes ? `knowledge-bases/${kb.id}/${id}/original` : null;
   if (r2Key && doc.bytes) {
-    await env.FILES.put(r2Key, doc.bytes, { httpMetadata: { contentType: doc.mimeType }, customMetadata: { name: doc.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: id } });
+    await env.FILES.put(r2Key, doc.bytes, {
+      httpMetadata: { contentType: doc.mimeType },
+      customMetadata: { name: doc.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: id },
+    });
   }
   const row: KbDocumentRow = {
     id,
@@ -96,7 +107,15 @@ export async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow
     createdAt: now,
     updatedAt: now,
   };
-  await db.batch([db.insert(kbDocuments).values(row), auditInsert(env, auth, { action: "knowledge_base.index", targetType: "knowledge_base", targetId: kb.id, details: { document_id: id, name: doc.name, source: doc.source } })]);
+  await db.batch([
+    db.insert(kbDocuments).values(row),
+    auditInsert(env, auth, {
+      action: "knowledge_base.index",
+      targetType: "knowledge_base",
+      targetId: kb.id,
+      details: { document_id: id, name: doc.name, source: doc.source },
+    }),
+  ]);
   if (doc.error || !doc.pages) return id;
   await ingestDocument(env, kb, id, doc, settings, options);
   return id;
@@ -105,11 +124,29 @@ export async function indexOne(env: Env, auth: AuthContext, kb: KnowledgeBaseRow
 /** A document's chunks with their metadata, ids `<document id>-<position>`. */
 export function chunkDocument(id: string, doc: PreparedDocument, settings: ChunkSettings): ChunkInput[] {
   const chunks: ChunkInput[] = [];
-  const base = { ...doc.customMetadata, ...doc.extraMetadata, document_id: id, name: doc.name, ...(doc.path ? { path: doc.path } : {}), mime_type: doc.mimeType, source: doc.source };
+  const base = {
+    ...doc.customMetadata,
+    ...doc.extraMetadata,
+    document_id: id,
+    name: doc.name,
+    ...(doc.path ? { path: doc.path } : {}),
+    mime_type: doc.mimeType,
+    source: doc.source,
+  };
   (doc.pages ?? []).forEach((page, p) => {
     for (const chunk of chunkText(page, settings)) {
-      const metadata: Record<string, unknown> = { ...base, page: p + 1, ...(chunk.section ? { section: chunk.section } : {}) };
-      chunks.push({ id: `${id}-${chunks.length}`, documentId: id, position: chunks.length, text: chunk.text, metadata });
+      const metadata: Record<string, unknown> = {
+        ...base,
+        page: p + 1,
+        ...(chunk.section ? { section: chunk.section } : {}),
+      };
+      chunks.push({
+        id: `${id}-${chunks.length}`,
+        documentId: id,
+        position: chunks.length,
+        text: chunk.text,
+        metadata,
+      });
     }
   });
   return chunks;
@@ -118,18 +155,32 @@ export function chunkDocument(id: string, doc: PreparedDocument, settings: Chunk
 /** Why a document's chunks cannot be indexed, or null. */
 export function chunkProblem(count: number): string | null {
   if (count === 0) return "no text could be extracted from this document";
-  if (count > MAX_CHUNKS_PER_DOCUMENT) return `the document gives ${count} chunks; the limit is ${MAX_CHUNKS_PER_DOCUMENT}`;
+  if (count > MAX_CHUNKS_PER_DOCUMENT)
+    return `the document gives ${count} chunks; the limit is ${MAX_CHUNKS_PER_DOCUMENT}`;
   return null;
 }
 
 /** Chunks a stored document's pages and sends them to the index, recording how it ended (unless it continues in steps). */
-export async function ingestDocument(env: Env, kb: KnowledgeBaseRow, id: string, doc: PreparedDocument, settings: ChunkSettings, options: { target?: IngestTarget; replaces?: string[] } = {}): Promise<void> {
+export async function ingestDocument(
+  env: Env,
+  kb: KnowledgeBaseRow,
+  id: string,
+  doc: PreparedDocument,
+  settings: ChunkSettings,
+  options: { target?: IngestTarget; replaces?: string[] } = {},
+): Promise<void> {
   if (!doc.pages) return;
   await ingestChunks(env, kb, id, chunkDocument(id, doc, settings), options);
 }
 
 /** Sends a stored document's chunks to the index in calls of CHUNKS_PER_CALL, recording how it ended (unless it continues in steps). */
-export async function ingestChunks(env: Env, kb: KnowledgeBaseRow, id: string, chunks: ChunkInput[], options: { target?: IngestTarget; replaces?: string[] } = {}): Promise<void> {
+export async function ingestChunks(
+  env: Env,
+  kb: KnowledgeBaseRow,
+  id: string,
+  chunks: ChunkInput[],
+  options: { target?: IngestTarget; replaces?: string[] } = {},
+): Promise<void> {
   const problem = chunkProblem(chunks.length);
   let result: IngestResult;
   if (problem) result = { status: "failed", error: problem };
@@ -138,7 +189,13 @@ export async function ingestChunks(env: Env, kb: KnowledgeBaseRow, id: string, c
     result = { status: "indexing", remaining: chunks.length };
     for (let i = 0; i < chunks.length; i += CHUNKS_PER_CALL) {
       const last = i + CHUNKS_PER_CALL >= chunks.length;
-      const job: IngestJob = { kbId: kb.id, documentId: id, embeddingModel: kb.embeddingModel, chunks: chunks.slice(i, i + CHUNKS_PER_CALL), ...(options.replaces?.length ? { replaces: options.replaces } : {}) };
+      const job: IngestJob = {
+        kbId: kb.id,
+        documentId: id,
+        embeddingModel: kb.embeddingModel,
+        chunks: chunks.slice(i, i + CHUNKS_PER_CALL),
+        ...(options.replaces?.length ? { replaces: options.replaces } : {}),
+      };
       result = await target.ingest(job, { reset: i === 0, start: last, total: chunks.length });
       if (result.status === "failed") break;
     }

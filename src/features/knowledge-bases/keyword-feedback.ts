@@ -43,7 +43,11 @@ function normalised(weights: Map<string, number>): Map<string, number> {
  * `docs` are the feedback chunks' stem counts with their first-pass scores; `idf` discounts
  * stems common everywhere, so the model adds what the top chunks share and the rest do not.
  */
-export function expandWithFeedback(query: Map<string, number>, docs: { stems: Map<string, number>; score: number }[], idf: (stem: string) => number): Map<string, number> {
+export function expandWithFeedback(
+  query: Map<string, number>,
+  docs: { stems: Map<string, number>; score: number }[],
+  idf: (stem: string) => number,
+): Map<string, number> {
   const scoreSum = docs.reduce((a, d) => a + Math.max(d.score, 0), 0);
   if (docs.length === 0 || scoreSum <= 0) return query;
   const relevance = new Map<string, number>();
@@ -56,7 +60,13 @@ export function expandWithFeedback(query: Map<string, number>, docs: { stems: Ma
   }
   // idf reads a stem's posting list, so only the likeliest candidates pay for it.
   const candidates = [...relevance].sort((a, b) => b[1] - a[1]).slice(0, FEEDBACK.candidates);
-  const best = new Map(candidates.map(([stem, r]): [string, number] => [stem, r * idf(stem)]).filter(([, r]) => r > 0).sort((a, b) => b[1] - a[1]).slice(0, FEEDBACK.terms));
+  const best = new Map(
+    candidates
+      .map(([stem, r]): [string, number] => [stem, r * idf(stem)])
+      .filter(([, r]) => r > 0)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, FEEDBACK.terms),
+  );
   const original = normalised(query);
   const feedback = normalised(best);
   const lambda = FEEDBACK.originalWeight;

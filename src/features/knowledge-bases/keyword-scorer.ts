@@ -88,7 +88,9 @@ export class KeywordScorer {
       byBlock.set(block, list);
     }
     for (const [block, list] of byBlock) {
-      const row = this.sql.exec<{ data: ArrayBuffer }>("SELECT data FROM length_blocks WHERE block = ?", block).toArray()[0];
+      const row = this.sql
+        .exec<{ data: ArrayBuffer }>("SELECT data FROM length_blocks WHERE block = ?", block)
+        .toArray()[0];
       const data = row ? new Uint16Array(row.data.slice(0)) : new Uint16Array(LENGTH_BLOCK);
       for (const e of list) data[e.rowid % LENGTH_BLOCK] = e.tokens === null ? 0 : Math.min(e.tokens, 65534) + 1;
       this.sql.exec("INSERT OR REPLACE INTO length_blocks (block, data) VALUES (?, ?)", block, data.buffer);
@@ -102,8 +104,13 @@ export class KeywordScorer {
     this.storage.transactionSync(() => {
       this.sql.exec("DELETE FROM length_blocks");
       this.sql.exec("INSERT INTO meta (key, value) VALUES ('lengths', 'v1')");
-      const rows = this.sql.exec<{ rowid: number; tokens: number | null; text: string | null }>("SELECT rowid, tokens, CASE WHEN tokens IS NULL THEN text END AS text FROM items WHERE text IS NOT NULL AND text != ''").toArray();
-      if (rows.length) this.recordLengths(rows.map((r) => ({ rowid: r.rowid, tokens: r.tokens ?? wordCount(r.text ?? "") })));
+      const rows = this.sql
+        .exec<{ rowid: number; tokens: number | null; text: string | null }>(
+          "SELECT rowid, tokens, CASE WHEN tokens IS NULL THEN text END AS text FROM items WHERE text IS NOT NULL AND text != ''",
+        )
+        .toArray();
+      if (rows.length)
+        this.recordLengths(rows.map((r) => ({ rowid: r.rowid, tokens: r.tokens ?? wordCount(r.text ?? "") })));
     });
   }
 
@@ -111,7 +118,9 @@ export class KeywordScorer {
   frequencyOf(term: string): number {
     let df = this.termFrequency.get(term);
     if (df === undefined) {
-      df = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items_fts WHERE items_fts MATCH ?", matchExpression([term])).one().n;
+      df = this.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM items_fts WHERE items_fts MATCH ?", matchExpression([term]))
+        .one().n;
       this.termFrequency.set(term, df);
     }
     return df;
@@ -128,8 +137,13 @@ export class KeywordScorer {
       const found = new Map<string, string[]>(missing.map((w) => [w, []]));
       try {
         this.storage.transactionSync(() => {
-          missing.forEach((word, i) => this.sql.exec("INSERT INTO scratch_fts (rowid, text) VALUES (?, ?)", i + 1, word));
-          for (const row of this.sql.exec<{ term: string; doc: number }>("SELECT term, doc FROM scratch_words").toArray()) found.get(missing[row.doc - 1])?.push(row.term);
+          missing.forEach((word, i) =>
+            this.sql.exec("INSERT INTO scratch_fts (rowid, text) VALUES (?, ?)", i + 1, word),
+          );
+          for (const row of this.sql
+            .exec<{ term: string; doc: number }>("SELECT term, doc FROM scratch_words")
+            .toArray())
+            found.get(missing[row.doc - 1])?.push(row.term);
           throw new Rollback();
         });
       } catch (error) {
@@ -145,7 +159,8 @@ export class KeywordScorer {
   weightedStems(words: Map<string, number>): Map<string, number> {
     this.stems([...words.keys()]);
     const out = new Map<string, number>();
-    for (const [word, weight] of words) for (const stem of this.stemCache.get(word) ?? []) out.set(stem, (out.get(stem) ?? 0) + weight);
+    for (const [word, weight] of words)
+      for (const stem of this.stemCache.get(word) ?? []) out.set(stem, (out.get(stem) ?? 0) + weight);
     return out;
   }
 
@@ -164,7 +179,9 @@ export class KeywordScorer {
   private chunkLengths(): { byRowid: Uint16Array; count: number; total: number } {
     if (this.lengths) return this.lengths;
     this.ensureStoredLengths();
-    const blocks = this.sql.exec<{ block: number; data: ArrayBuffer }>("SELECT block, data FROM length_blocks ORDER BY block").toArray();
+    const blocks = this.sql
+      .exec<{ block: number; data: ArrayBuffer }>("SELECT block, data FROM length_blocks ORDER BY block")
+      .toArray();
     const last = blocks.length ? blocks[blocks.length - 1].block : -1;
     const byRowid = new Uint16Array((last + 1) * LENGTH_BLOCK);
     let count = 0;
@@ -187,7 +204,9 @@ export class KeywordScorer {
     const cached = this.postings.get(stem);
     if (cached) return cached;
     let entry: { rows: Int32Array; tfs: Uint16Array };
-    const stored = this.sql.exec<{ rows: ArrayBuffer; tfs: ArrayBuffer }>("SELECT rows, tfs FROM postings_cache WHERE term = ?", stem).toArray()[0];
+    const stored = this.sql
+      .exec<{ rows: ArrayBuffer; tfs: ArrayBuffer }>("SELECT rows, tfs FROM postings_cache WHERE term = ?", stem)
+      .toArray()[0];
     if (stored) entry = { rows: new Int32Array(stored.rows), tfs: new Uint16Array(stored.tfs) };
     else {
       entry = this.readPostings(stem);
@@ -237,10 +256,17 @@ export class KeywordScorer {
 
   private store(stem: string, entry: { rows: Int32Array; tfs: Uint16Array }): void {
     if (entry.rows.length > MAX_STORED_POSTINGS) return;
-    const total = Number(this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'stored_postings'").toArray()[0]?.value ?? 0);
+    const total = Number(
+      this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'stored_postings'").toArray()[0]?.value ?? 0,
+    );
     if (total + entry.rows.length > MAX_STORED_TOTAL) this.sql.exec("DELETE FROM postings_cache");
     const next = total + entry.rows.length > MAX_STORED_TOTAL ? entry.rows.length : total + entry.rows.length;
-    this.sql.exec("INSERT OR REPLACE INTO postings_cache (term, rows, tfs) VALUES (?, ?, ?)", stem, entry.rows.buffer, entry.tfs.buffer);
+    this.sql.exec(
+      "INSERT OR REPLACE INTO postings_cache (term, rows, tfs) VALUES (?, ?, ?)",
+      stem,
+      entry.rows.buffer,
+      entry.tfs.buffer,
+    );
     this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('stored_postings', ?)", String(next));
   }
 
@@ -253,7 +279,11 @@ export class KeywordScorer {
    * The `topK` chunks by query-weighted BM25: each stem's BM25 contribution times its query weight
    * (how often the query says it, or its weight in a feedback-expanded query).
    */
-  scoreStems(stems: Map<string, number>, topK: number, allowed: Set<number> | undefined): { rowid: number; score: number }[] {
+  scoreStems(
+    stems: Map<string, number>,
+    topK: number,
+    allowed: Set<number> | undefined,
+  ): { rowid: number; score: number }[] {
     const { byRowid, count, total } = this.chunkLengths();
     if (count === 0 || stems.size === 0) return [];
     const avgdl = total / count;

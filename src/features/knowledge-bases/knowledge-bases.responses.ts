@@ -1,7 +1,11 @@
 import { z } from "@hono/zod-openapi";
 
-export const DocumentIds = z.object({ status: z.literal("success"), document_ids: z.array(z.string()) }).openapi("DocumentIds");
-export const DocumentList = DocumentIds.extend({ documents: z.array(z.record(z.string(), z.unknown())) }).openapi("DocumentList");
+export const DocumentIds = z
+  .object({ status: z.literal("success"), document_ids: z.array(z.string()) })
+  .openapi("DocumentIds");
+export const DocumentList = DocumentIds.extend({ documents: z.array(z.record(z.string(), z.unknown())) }).openapi(
+  "DocumentList",
+);
 
 const ResultItem = z.record(z.string(), z.unknown()).openapi("KnowledgeBaseResultItem");
 
@@ -23,11 +27,15 @@ export const KnowledgeBaseQueryResult = z
       by_model: z.record(z.string(), z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() })),
     }),
     answer_metadata: z.record(z.string(), z.unknown()).optional(),
-    indexing: z
-      .object({ documents: z.number().int(), chunks: z.number().int() })
-      .optional()
-      .openapi({ description: "Present only while documents of this knowledge base are still indexing: how many documents, and how many of their chunks, this answer could not search yet. Absent means everything indexed was searched." }),
-    generated_filter: z.union([z.object({ applied: z.record(z.string(), z.unknown()) }), z.object({ rejected: z.string() })]).optional(),
+    indexing: z.object({ documents: z.number().int(), chunks: z.number().int() }).optional().openapi({
+      description:
+        "Present only while documents of this knowledge base are still indexing: how many documents, and how many of their chunks, this answer could not search yet. Absent means everything indexed was searched.",
+    }),
+    generated_filter: z
+      .union([z.object({ applied: z.record(z.string(), z.unknown()) }), z.object({ rejected: z.string() })])
+      .optional(),
   })
   .openapi("KnowledgeBaseQueryResult");
-export const KnowledgeBaseQueryAnswer = z.object({ status: z.literal("success"), result: KnowledgeBaseQueryResult }).openapi("KnowledgeBaseQueryAnswer");
+export const KnowledgeBaseQueryAnswer = z
+  .object({ status: z.literal("success"), result: KnowledgeBaseQueryResult })
+  .openapi("KnowledgeBaseQueryAnswer");

@@ -8,8 +8,14 @@ export const MAX_FILTER_CHARS = 16 * 1024;
 
 export const KnowledgeBaseParams = z.object({ id: zId() });
 
-const chunkSize = () => zInt(CHUNK_SIZE_MIN, CHUNK_SIZE_MAX).openapi({ description: `Tokens per chunk, ${CHUNK_SIZE_MIN}-${CHUNK_SIZE_MAX}.` });
-const chunkOverlap = () => zInt(0, CHUNK_OVERLAP_MAX).openapi({ description: `Tokens shared by consecutive chunks, 0-${CHUNK_OVERLAP_MAX}, less than chunk_size.` });
+const chunkSize = () =>
+  zInt(CHUNK_SIZE_MIN, CHUNK_SIZE_MAX).openapi({
+    description: `Tokens per chunk, ${CHUNK_SIZE_MIN}-${CHUNK_SIZE_MAX}.`,
+  });
+const chunkOverlap = () =>
+  zInt(0, CHUNK_OVERLAP_MAX).openapi({
+    description: `Tokens shared by consecutive chunks, 0-${CHUNK_OVERLAP_MAX}, less than chunk_size.`,
+  });
 
 export const KnowledgeBaseCreateBody = z
   .object({
@@ -17,12 +23,22 @@ export const KnowledgeBaseCreateBody = z
     description: zString(0, 2000).optional().default(""),
     chunk_size: chunkSize().optional().default(400),
     chunk_overlap: chunkOverlap().optional().default(0),
-    file_processing_implementation: z.literal("Default").optional().default("Default").openapi({ description: "Only `Default` exists in Loom." }),
-    analyze_documents: zBool().optional().default(false).openapi({ description: "Recorded; Loom does not analyse documents yet." }),
+    file_processing_implementation: z
+      .literal("Default")
+      .optional()
+      .default("Default")
+      .openapi({ description: "Only `Default` exists in Loom." }),
+    analyze_documents: zBool()
+      .optional()
+      .default(false)
+      .openapi({ description: "Recorded; Loom does not analyse documents yet." }),
     is_hybrid: zBool().optional().default(true),
     embedding_model: zString(1, 200).optional(),
   })
-  .refine((b) => b.chunk_overlap < b.chunk_size, { message: "chunk_overlap must be less than chunk_size", path: ["chunk_overlap"] })
+  .refine((b) => b.chunk_overlap < b.chunk_size, {
+    message: "chunk_overlap must be less than chunk_size",
+    path: ["chunk_overlap"],
+  })
   .openapi("KnowledgeBaseCreateBody");
 
 const FileMetadata = z.object({
@@ -41,19 +57,25 @@ const FilePart = z.object({
 /** Files one index request may carry (the batch form); more is a 400. */
 export const MAX_FILES_PER_REQUEST = 100;
 
-const FileData = z.object({
-  file: z
-    .union([zJsonObject(FilePart), z.array(zJsonObject(FilePart)).min(1).max(MAX_FILES_PER_REQUEST)])
-        // Optional here and required by the refinement below, so a missing file is named as such rather than reported as the list form's error.
-    .optional()
-    .openapi({ description: `Required. One file, or several (a multipart body with several \`file_data.file\` parts gives a list), at most ${MAX_FILES_PER_REQUEST} per request.` }),
-  metadata: zJsonObject(FileMetadata)
-    .optional()
-    .openapi({ description: "The hosted SDK's place for the file's `name` and `mime_type` (beside a multipart part `file_data.file`); overrides `file.metadata`." }),
-  custom_metadata: zFreeObject(16 * 1024).optional(),
-}).superRefine((v, ctx) => {
-  if (v.file === undefined) ctx.addIssue({ code: "custom", path: ["file"], message: "Invalid input: expected object, received undefined" });
-});
+const FileData = z
+  .object({
+    file: z
+      .union([zJsonObject(FilePart), z.array(zJsonObject(FilePart)).min(1).max(MAX_FILES_PER_REQUEST)])
+      // Optional here and required by the refinement below, so a missing file is named as such rather than reported as the list form's error.
+      .optional()
+      .openapi({
+        description: `Required. One file, or several (a multipart body with several \`file_data.file\` parts gives a list), at most ${MAX_FILES_PER_REQUEST} per request.`,
+      }),
+    metadata: zJsonObject(FileMetadata).optional().openapi({
+      description:
+        "The hosted SDK's place for the file's `name` and `mime_type` (beside a multipart part `file_data.file`); overrides `file.metadata`.",
+    }),
+    custom_metadata: zFreeObject(16 * 1024).optional(),
+  })
+  .superRefine((v, ctx) => {
+    if (v.file === undefined)
+      ctx.addIssue({ code: "custom", path: ["file"], message: "Invalid input: expected object, received undefined" });
+  });
 
 export const IndexConfig = z
   .object({
@@ -63,8 +85,16 @@ export const IndexConfig = z
     file_processing_implementation: z.literal("Default").optional(),
     chunk_size: chunkSize().optional(),
     chunk_overlap: chunkOverlap().optional(),
-    scraper_api_key: z.string().max(500).optional().openapi({ description: "Accepted and ignored, never stored: Loom fetches its sources and web pages itself." }),
-    apify_key: z.string().max(500).optional().openapi({ description: "The hosted SDK's name for `scraper_api_key`; accepted and ignored alike." }),
+    scraper_api_key: z
+      .string()
+      .max(500)
+      .optional()
+      .openapi({ description: "Accepted and ignored, never stored: Loom fetches its sources and web pages itself." }),
+    apify_key: z
+      .string()
+      .max(500)
+      .optional()
+      .openapi({ description: "The hosted SDK's name for `scraper_api_key`; accepted and ignored alike." }),
   })
   .strict();
 
@@ -78,18 +108,37 @@ export const RESCRAPE_FREQUENCIES = ["Never", "Daily", "Weekly", "Monthly"] as c
 const UrlRequest = z
   .object({
     url: zString(1, 2000).openapi({ description: "The page to index: an http or https URL of a named public host." }),
-    recursive: zBool().optional().default(false).openapi({ description: "Also index pages of the same site linked from it, breadth-first, up to `url_limit` pages in all." }),
-    return_type: z.enum(["CHUNKS", "CONTENT"]).optional().default("CHUNKS").openapi({ description: "`CHUNKS`: one document per page. `CONTENT`: one document for the whole crawl, one page per web page." }),
-    url_limit: zInt(1, URL_LIMIT_MAX).optional().openapi({ description: `Pages indexed at most, counting the first (default ${URL_LIMIT_DEFAULT}, at most ${URL_LIMIT_MAX}).` }),
-    ai_enhance_content: zBool().optional().openapi({ description: "Accepted; Loom indexes the page's own text and does not rewrite it with a model." }),
-    apify_key: z.string().max(500).optional().openapi({ description: "Accepted and ignored, never stored: Loom fetches pages itself." }),
+    recursive: zBool().optional().default(false).openapi({
+      description: "Also index pages of the same site linked from it, breadth-first, up to `url_limit` pages in all.",
+    }),
+    return_type: z.enum(["CHUNKS", "CONTENT"]).optional().default("CHUNKS").openapi({
+      description:
+        "`CHUNKS`: one document per page. `CONTENT`: one document for the whole crawl, one page per web page.",
+    }),
+    url_limit: zInt(1, URL_LIMIT_MAX)
+      .optional()
+      .openapi({
+        description: `Pages indexed at most, counting the first (default ${URL_LIMIT_DEFAULT}, at most ${URL_LIMIT_MAX}).`,
+      }),
+    ai_enhance_content: zBool()
+      .optional()
+      .openapi({ description: "Accepted; Loom indexes the page's own text and does not rewrite it with a model." }),
+    apify_key: z
+      .string()
+      .max(500)
+      .optional()
+      .openapi({ description: "Accepted and ignored, never stored: Loom fetches pages itself." }),
   })
   .strict();
 
 const UrlData = z
   .object({
     request: zJsonObject(UrlRequest),
-    rescrape_frequency: z.enum(RESCRAPE_FREQUENCIES).optional().default("Never").openapi({ description: "How often the index object fetches the pages again and replaces their documents." }),
+    rescrape_frequency: z
+      .enum(RESCRAPE_FREQUENCIES)
+      .optional()
+      .default("Never")
+      .openapi({ description: "How often the index object fetches the pages again and replaces their documents." }),
   })
   .strict();
 
@@ -136,7 +185,10 @@ const QueryConfig = z.object({
     z.object({
       max_documents: zInt(1, 100).optional(),
       data_fusion_method: z.enum(["rrf", "max"]).optional(),
-      search_mode: z.enum(["hybrid", "keyword", "vector"]).optional().openapi({ description: "Loom extension: which retrievers run (default hybrid when the knowledge base is hybrid, else vector)." }),
+      search_mode: z.enum(["hybrid", "keyword", "vector"]).optional().openapi({
+        description:
+          "Loom extension: which retrievers run (default hybrid when the knowledge base is hybrid, else vector).",
+      }),
     }),
   ).optional(),
   reranking_config: zJsonObject(
@@ -159,7 +211,10 @@ const QueryConfig = z.object({
     }),
   ).optional(),
   score_cutoff: zNumber(-1e9, 1e9).optional(),
-  embedding_model: zString(1, 200).optional().openapi({ description: "Loom extension: the embedding model the caller expects; a knowledge base indexed with another answers 409." }),
+  embedding_model: zString(1, 200).optional().openapi({
+    description:
+      "Loom extension: the embedding model the caller expects; a knowledge base indexed with another answers 409.",
+  }),
 });
 
 export const QueryBody = z
@@ -180,9 +235,15 @@ export type QueryInput = z.output<typeof QueryBody>;
 
 /** The hosted SDK's `find_documents` filters; each given one must match. */
 export const DocumentsListQuery = z.object({
-  title: zString(1, 500).optional().openapi({ description: "Only the documents with exactly this name (a file's name, an article's title)." }),
-  folder_id: zString(1, 100).optional().openapi({ description: "Only documents in this folder. Loom has no folders yet, so nothing matches." }),
-  integration_id: zString(1, 100).optional().openapi({ description: "Only documents synced from this integration. Loom syncs none yet, so nothing matches." }),
+  title: zString(1, 500)
+    .optional()
+    .openapi({ description: "Only the documents with exactly this name (a file's name, an article's title)." }),
+  folder_id: zString(1, 100)
+    .optional()
+    .openapi({ description: "Only documents in this folder. Loom has no folders yet, so nothing matches." }),
+  integration_id: zString(1, 100)
+    .optional()
+    .openapi({ description: "Only documents synced from this integration. Loom syncs none yet, so nothing matches." }),
 });
 export type DocumentsListFilters = z.output<typeof DocumentsListQuery>;
 

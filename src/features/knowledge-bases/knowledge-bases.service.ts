@@ -1,10 +1,22 @@
 import { and, count, desc, eq, inArray } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
-import { kbDocuments, knowledgeBases, type KbDocumentRow, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
+import {
+  kbDocuments,
+  knowledgeBases,
+  type KbDocumentRow,
+  type KnowledgeBaseRow,
+} from "../../db/schema/knowledge-bases";
 import { conflict, badRequest, notFound } from "../../lib/errors";
 import { newId, isId } from "../../lib/ids";
-import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
+import {
+  assertCanCreate,
+  assertVisible,
+  assertWritable,
+  resolveFetchTarget,
+  type FetchQueryInput,
+  ownedRecordFields,
+} from "../../lib/ownership";
 import { auditInsert } from "../audit/audit.service";
 import { DEFAULT_EMBEDDING_MODEL, resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
@@ -42,7 +54,11 @@ export function documentRecord(row: KbDocumentRow) {
   };
 }
 
-export async function createKnowledgeBase(env: Env, auth: AuthContext, input: KnowledgeBaseCreateInput): Promise<string> {
+export async function createKnowledgeBase(
+  env: Env,
+  auth: AuthContext,
+  input: KnowledgeBaseCreateInput,
+): Promise<string> {
   assertCanCreate(auth);
   const model = input.embedding_model ?? DEFAULT_EMBEDDING_MODEL;
   const embedder = await resolveEmbedder(env, model);
@@ -65,7 +81,15 @@ export async function createKnowledgeBase(env: Env, auth: AuthContext, input: Kn
     updatedAt: now,
   };
   try {
-    await db.batch([db.insert(knowledgeBases).values(row), auditInsert(env, auth, { action: "knowledge_base.create", targetType: "knowledge_base", targetId: row.id, details: { name: row.name } })]);
+    await db.batch([
+      db.insert(knowledgeBases).values(row),
+      auditInsert(env, auth, {
+        action: "knowledge_base.create",
+        targetType: "knowledge_base",
+        targetId: row.id,
+        details: { name: row.name },
+      }),
+    ]);
   } catch (error) {
     if (String(error).includes("UNIQUE")) throw conflict(`you already have a knowledge base named '${input.name}'`);
     throw error;
@@ -75,7 +99,11 @@ export async function createKnowledgeBase(env: Env, auth: AuthContext, input: Kn
 
 /** A knowledge base the caller may see, or 404. */
 export async function visibleKnowledgeBase(env: Env, auth: AuthContext, id: string): Promise<KnowledgeBaseRow> {
-  const rows = await database(env).select().from(knowledgeBases).where(and(eq(knowledgeBases.id, id), eq(knowledgeBases.orgId, auth.orgId))).limit(1);
+  const rows = await database(env)
+    .select()
+    .from(knowledgeBases)
+    .where(and(eq(knowledgeBases.id, id), eq(knowledgeBases.orgId, auth.orgId)))
+    .limit(1);
   return assertVisible(rows[0], auth, "knowledge base");
 }
 
@@ -90,11 +118,21 @@ export async function fetchKnowledgeBase(env: Env, auth: AuthContext, query: Fet
   const db = database(env);
   const rows =
     "id" in target
-      ? await db.select().from(knowledgeBases).where(and(eq(knowledgeBases.id, target.id), eq(knowledgeBases.orgId, auth.orgId))).limit(1)
+      ? await db
+          .select()
+          .from(knowledgeBases)
+          .where(and(eq(knowledgeBases.id, target.id), eq(knowledgeBases.orgId, auth.orgId)))
+          .limit(1)
       : await db
           .select()
           .from(knowledgeBases)
-          .where(and(eq(knowledgeBases.orgId, auth.orgId), eq(knowledgeBases.ownerId, target.ownerId), eq(knowledgeBases.name, target.name)))
+          .where(
+            and(
+              eq(knowledgeBases.orgId, auth.orgId),
+              eq(knowledgeBases.ownerId, target.ownerId),
+              eq(knowledgeBases.name, target.name),
+            ),
+          )
           .limit(1);
   const kb = assertVisible(rows[0], auth, "knowledge base");
   return { ...knowledgeBaseRecord(kb), documentsByState: await documentsByState(env, kb.id) };
@@ -102,7 +140,11 @@ export async function fetchKnowledgeBase(env: Env, auth: AuthContext, query: Fet
 
 /** How many of a knowledge base's documents are indexing, ready and failed. */
 async function documentsByState(env: Env, kbId: string): Promise<Record<KbDocumentRow["status"], number>> {
-  const rows = await database(env).select({ status: kbDocuments.status, n: count() }).from(kbDocuments).where(eq(kbDocuments.kbId, kbId)).groupBy(kbDocuments.status);
+  const rows = await database(env)
+    .select({ status: kbDocuments.status, n: count() })
+    .from(kbDocuments)
+    .where(eq(kbDocuments.kbId, kbId))
+    .groupBy(kbDocuments.status);
   const counts = { indexing: 0, ready: 0, failed: 0 };
   for (const r of rows) counts[r.status] = r.n;
   return counts;
@@ -110,8 +152,15 @@ async function documentsByState(env: Env, kbId: string): Promise<Record<KbDocume
 
 export async function listKnowledgeBases(env: Env, auth: AuthContext, includeShared: boolean) {
   const db = database(env);
-  const where = includeShared ? eq(knowledgeBases.orgId, auth.orgId) : and(eq(knowledgeBases.orgId, auth.orgId), eq(knowledgeBases.ownerId, auth.userId));
-  const rows = await db.select().from(knowledgeBases).where(where).orderBy(desc(knowledgeBases.createdAt), desc(knowledgeBases.id)).limit(1000);
+  const where = includeShared
+    ? eq(knowledgeBases.orgId, auth.orgId)
+    : and(eq(knowledgeBases.orgId, auth.orgId), eq(knowledgeBases.ownerId, auth.userId));
+  const rows = await db
+    .select()
+    .from(knowledgeBases)
+    .where(where)
+    .orderBy(desc(knowledgeBases.createdAt), desc(knowledgeBases.id))
+    .limit(1000);
   return rows.map(knowledgeBaseRecord);
 }
 
@@ -119,7 +168,10 @@ export async function listKnowledgeBases(env: Env, auth: AuthContext, includeSha
 export async function deleteKnowledgeBase(env: Env, auth: AuthContext, id: string): Promise<void> {
   const kb = await writableKnowledgeBase(env, auth, id);
   const db = database(env);
-  const docs = await db.select({ id: kbDocuments.id, r2Key: kbDocuments.r2Key }).from(kbDocuments).where(eq(kbDocuments.kbId, kb.id));
+  const docs = await db
+    .select({ id: kbDocuments.id, r2Key: kbDocuments.r2Key })
+    .from(kbDocuments)
+    .where(eq(kbDocuments.kbId, kb.id));
   const stub = indexStub(env, kb.id);
   const vectorize = vectorIndexFor(env, kb.id);
   if (vectorize) {
@@ -132,7 +184,12 @@ export async function deleteKnowledgeBase(env: Env, auth: AuthContext, id: strin
   await db.batch([
     db.delete(kbDocuments).where(eq(kbDocuments.kbId, kb.id)),
     db.delete(knowledgeBases).where(eq(knowledgeBases.id, kb.id)),
-    auditInsert(env, auth, { action: "knowledge_base.delete", targetType: "knowledge_base", targetId: kb.id, details: { name: kb.name, documents: docs.length } }),
+    auditInsert(env, auth, {
+      action: "knowledge_base.delete",
+      targetType: "knowledge_base",
+      targetId: kb.id,
+      details: { name: kb.name, documents: docs.length },
+    }),
   ]);
 }
 
@@ -144,19 +201,38 @@ export async function deleteKnowledgeBase(env: Env, auth: AuthContext, id: strin
 export async function listDocuments(env: Env, auth: AuthContext, kbId: string, filters: DocumentsListFilters = {}) {
   const kb = await visibleKnowledgeBase(env, auth, kbId);
   if (filters.folder_id !== undefined || filters.integration_id !== undefined) return [];
-  const where = filters.title === undefined ? eq(kbDocuments.kbId, kb.id) : and(eq(kbDocuments.kbId, kb.id), eq(kbDocuments.name, filters.title));
-  const rows = await database(env).select().from(kbDocuments).where(where).orderBy(desc(kbDocuments.createdAt), desc(kbDocuments.id)).limit(5000);
+  const where =
+    filters.title === undefined
+      ? eq(kbDocuments.kbId, kb.id)
+      : and(eq(kbDocuments.kbId, kb.id), eq(kbDocuments.name, filters.title));
+  const rows = await database(env)
+    .select()
+    .from(kbDocuments)
+    .where(where)
+    .orderBy(desc(kbDocuments.createdAt), desc(kbDocuments.id))
+    .limit(5000);
   // Documents still indexing show how far they are: chunks indexed and in all, from the index object.
   const indexing = rows.filter((r) => r.status === "indexing").map((r) => r.id);
-  const progress = new Map(indexing.length ? (await indexStub(env, kb.id).progress(indexing.slice(0, 500))).map((p) => [p.documentId, p]) : []);
+  const progress = new Map(
+    indexing.length ? (await indexStub(env, kb.id).progress(indexing.slice(0, 500))).map((p) => [p.documentId, p]) : [],
+  );
   return rows.map((row) => {
     const p = progress.get(row.id);
-    return p ? { ...documentRecord(row), progress: { chunksIndexed: p.chunksIndexed, chunksTotal: p.chunksTotal } } : documentRecord(row);
+    return p
+      ? { ...documentRecord(row), progress: { chunksIndexed: p.chunksIndexed, chunksTotal: p.chunksTotal } }
+      : documentRecord(row);
   });
 }
 
 export function parseDocumentIds(text: string): string[] {
-  const ids = [...new Set(text.split(",").map((s) => s.trim()).filter(Boolean))];
+  const ids = [
+    ...new Set(
+      text
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
   if (ids.length === 0) throw badRequest("document_ids: give at least one document id");
   if (ids.length > 100) throw badRequest("document_ids: at most 100 ids at once");
   const bad = ids.find((id) => !isId(id));
@@ -165,10 +241,18 @@ export function parseDocumentIds(text: string): string[] {
 }
 
 /** Removes documents with their chunks, vectors and stored files. Unknown ids are a 404. */
-export async function deleteDocuments(env: Env, auth: AuthContext, kbId: string, documentIds: string[]): Promise<string[]> {
+export async function deleteDocuments(
+  env: Env,
+  auth: AuthContext,
+  kbId: string,
+  documentIds: string[],
+): Promise<string[]> {
   const kb = await writableKnowledgeBase(env, auth, kbId);
   const db = database(env);
-  const rows = await db.select().from(kbDocuments).where(and(eq(kbDocuments.kbId, kb.id), inArray(kbDocuments.id, documentIds)));
+  const rows = await db
+    .select()
+    .from(kbDocuments)
+    .where(and(eq(kbDocuments.kbId, kb.id), inArray(kbDocuments.id, documentIds)));
   const missing = documentIds.filter((id) => !rows.some((r) => r.id === id));
   if (missing.length) throw notFound(`document ${missing[0]}`);
   const { chunks } = await indexStub(env, kb.id).deleteDocuments(documentIds);
@@ -178,8 +262,12 @@ export async function deleteDocuments(env: Env, auth: AuthContext, kbId: string,
   if (keys.length) await env.FILES.delete(keys);
   await db.batch([
     db.delete(kbDocuments).where(and(eq(kbDocuments.kbId, kb.id), inArray(kbDocuments.id, documentIds))),
-    auditInsert(env, auth, { action: "knowledge_base.documents.delete", targetType: "knowledge_base", targetId: kb.id, details: { document_ids: documentIds } }),
+    auditInsert(env, auth, {
+      action: "knowledge_base.documents.delete",
+      targetType: "knowledge_base",
+      targetId: kb.id,
+      details: { document_ids: documentIds },
+    }),
   ]);
   return documentIds;
 }
-

@@ -14,7 +14,14 @@ export type FilterNode =
   | { op: "not"; child: FilterNode }
   | { op: "eq"; key: string; value: Scalar }
   | { op: "in"; key: string; values: Scalar[] }
-  | { op: "range"; key: string; gt?: number | string; gte?: number | string; lt?: number | string; lte?: number | string }
+  | {
+      op: "range";
+      key: string;
+      gt?: number | string;
+      gte?: number | string;
+      lt?: number | string;
+      lte?: number | string;
+    }
   | { op: "text"; key: string; text: string }
   | { op: "prefix"; key: string; prefix: string }
   | { op: "exists"; key: string }
@@ -35,7 +42,8 @@ const KEY = /^[A-Za-z0-9_\-.:@$ ]{1,128}$/;
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
-const isScalar = (v: unknown): v is Scalar => typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v));
+const isScalar = (v: unknown): v is Scalar =>
+  typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v));
 
 class Budget {
   nodes = 0;
@@ -46,7 +54,8 @@ class Budget {
 }
 
 function checkKey(key: unknown, where: string): string {
-  if (typeof key !== "string" || !KEY.test(key)) throw new FilterParseError(where, "key must be a field name of 1-128 letters, digits or _-.:@$");
+  if (typeof key !== "string" || !KEY.test(key))
+    throw new FilterParseError(where, "key must be a field name of 1-128 letters, digits or _-.:@$");
   return key;
 }
 
@@ -54,8 +63,10 @@ function rangeBounds(value: unknown, where: string): Omit<Extract<FilterNode, { 
   if (!isObject(value)) throw new FilterParseError(where, "range must be an object with gt, gte, lt or lte");
   const out: Record<string, number | string> = {};
   for (const [name, bound] of Object.entries(value)) {
-    if (!["gt", "gte", "lt", "lte"].includes(name)) throw new FilterParseError(`${where}.${name}`, "unknown range bound (use gt, gte, lt, lte)");
-    if (!(typeof bound === "number" && Number.isFinite(bound)) && typeof bound !== "string") throw new FilterParseError(`${where}.${name}`, "a range bound must be a number or a string");
+    if (!["gt", "gte", "lt", "lte"].includes(name))
+      throw new FilterParseError(`${where}.${name}`, "unknown range bound (use gt, gte, lt, lte)");
+    if (!(typeof bound === "number" && Number.isFinite(bound)) && typeof bound !== "string")
+      throw new FilterParseError(`${where}.${name}`, "a range bound must be a number or a string");
     out[name] = bound;
   }
   if (Object.keys(out).length === 0) throw new FilterParseError(where, "range needs at least one of gt, gte, lt, lte");
@@ -63,7 +74,8 @@ function rangeBounds(value: unknown, where: string): Omit<Extract<FilterNode, { 
 }
 
 function scalarList(value: unknown, where: string): Scalar[] {
-  if (!Array.isArray(value) || value.length === 0 || value.length > 1000 || !value.every(isScalar)) throw new FilterParseError(where, "must be a non-empty array of strings, numbers or booleans");
+  if (!Array.isArray(value) || value.length === 0 || value.length > 1000 || !value.every(isScalar))
+    throw new FilterParseError(where, "must be a non-empty array of strings, numbers or booleans");
   return value;
 }
 
@@ -75,12 +87,14 @@ function qdrantFilter(value: unknown, where: string, depth: number, budget: Budg
   const parts: FilterNode[] = [];
   for (const [clause, list] of Object.entries(value)) {
     const at = where ? `${where}.${clause}` : clause;
-    if (!["must", "should", "must_not", "min_should"].includes(clause)) throw new FilterParseError(at, "unknown clause (use must, should, must_not)");
+    if (!["must", "should", "must_not", "min_should"].includes(clause))
+      throw new FilterParseError(at, "unknown clause (use must, should, must_not)");
     if (clause === "min_should") throw new FilterParseError(at, "min_should is not supported");
     const items = Array.isArray(list) ? list : [list];
     const conditions = items.map((item, i) => qdrantCondition(item, `${at}[${i}]`, depth + 1, budget));
     if (clause === "must") parts.push(...conditions);
-    else if (clause === "should") parts.push(conditions.length === 1 ? conditions[0] : { op: "or", children: conditions });
+    else if (clause === "should")
+      parts.push(conditions.length === 1 ? conditions[0] : { op: "or", children: conditions });
     else parts.push(...conditions.map((child): FilterNode => ({ op: "not", child })));
   }
   if (parts.length === 0) throw new FilterParseError(where, "an empty filter: give must, should or must_not");
@@ -97,7 +111,10 @@ function qdrantCondition(value: unknown, where: string, depth: number, budget: B
   }
   if ("is_null" in value) {
     const inner = value.is_null;
-    return { op: "not", child: { op: "exists", key: checkKey(isObject(inner) ? inner.key : undefined, `${where}.is_null.key`) } };
+    return {
+      op: "not",
+      child: { op: "exists", key: checkKey(isObject(inner) ? inner.key : undefined, `${where}.is_null.key`) },
+    };
   }
   if ("has_id" in value) {
     return { op: "in", key: "document_id", values: scalarList(value.has_id, `${where}.has_id`) };
@@ -112,9 +129,11 @@ function qdrantCondition(value: unknown, where: string, depth: number, budget: B
       return { op: "eq", key, value: match.value };
     }
     if ("any" in match) return { op: "in", key, values: scalarList(match.any, `${at}.any`) };
-    if ("except" in match) return { op: "not", child: { op: "in", key, values: scalarList(match.except, `${at}.except`) } };
+    if ("except" in match)
+      return { op: "not", child: { op: "in", key, values: scalarList(match.except, `${at}.except`) } };
     if ("text" in match) {
-      if (typeof match.text !== "string" || match.text.length === 0) throw new FilterParseError(`${at}.text`, "must be a non-empty string");
+      if (typeof match.text !== "string" || match.text.length === 0)
+        throw new FilterParseError(`${at}.text`, "must be a non-empty string");
       return { op: "text", key, text: match.text };
     }
     throw new FilterParseError(at, "match needs value, any, except or text");
@@ -136,7 +155,11 @@ function openSearchQuery(value: unknown, where: string, depth: number, budget: B
   if (!isObject(value)) throw new FilterParseError(where, "a query clause must be an object");
   budget.tick(where, depth);
   const kinds = Object.keys(value);
-  if (kinds.length !== 1) throw new FilterParseError(where, "a query clause must have exactly one kind (bool, term, terms, match, range, exists, prefix)");
+  if (kinds.length !== 1)
+    throw new FilterParseError(
+      where,
+      "a query clause must have exactly one kind (bool, term, terms, match, range, exists, prefix)",
+    );
   const kind = kinds[0];
   const body = value[kind];
   const at = where ? `${where}.${kind}` : kind;
@@ -149,11 +172,13 @@ function openSearchQuery(value: unknown, where: string, depth: number, budget: B
       for (const [clause, list] of Object.entries(body)) {
         const clauseAt = `${at}.${clause}`;
         if (clause === "minimum_should_match" || clause === "boost") continue;
-        if (!["must", "should", "filter", "must_not"].includes(clause)) throw new FilterParseError(clauseAt, "unknown bool clause (use must, should, filter, must_not)");
+        if (!["must", "should", "filter", "must_not"].includes(clause))
+          throw new FilterParseError(clauseAt, "unknown bool clause (use must, should, filter, must_not)");
         const items = Array.isArray(list) ? list : [list];
         const conditions = items.map((item, i) => openSearchQuery(item, `${clauseAt}[${i}]`, depth + 1, budget));
         if (clause === "should") {
-          if (conditions.length) parts.push(conditions.length === 1 ? conditions[0] : { op: "or", children: conditions });
+          if (conditions.length)
+            parts.push(conditions.length === 1 ? conditions[0] : { op: "or", children: conditions });
         } else if (clause === "must_not") parts.push(...conditions.map((child): FilterNode => ({ op: "not", child })));
         else parts.push(...conditions);
       }
@@ -175,12 +200,15 @@ function openSearchQuery(value: unknown, where: string, depth: number, budget: B
       const [key, raw] = fieldAndValue(body, at);
       const text = isObject(raw) ? raw.query : raw;
       if (typeof text === "number" || typeof text === "boolean") return { op: "eq", key, value: text };
-      if (typeof text !== "string" || text.length === 0) throw new FilterParseError(`${at}.${key}`, "match needs a non-empty string");
+      if (typeof text !== "string" || text.length === 0)
+        throw new FilterParseError(`${at}.${key}`, "match needs a non-empty string");
       return { op: "text", key, text };
     }
     case "range": {
       const [key, raw] = fieldAndValue(body, at);
-      const bounds = isObject(raw) ? Object.fromEntries(Object.entries(raw).filter(([k]) => k !== "format" && k !== "boost")) : raw;
+      const bounds = isObject(raw)
+        ? Object.fromEntries(Object.entries(raw).filter(([k]) => k !== "format" && k !== "boost"))
+        : raw;
       return { op: "range", key, ...rangeBounds(bounds, `${at}.${key}`) };
     }
     case "exists": {
@@ -190,7 +218,8 @@ function openSearchQuery(value: unknown, where: string, depth: number, budget: B
     case "prefix": {
       const [key, raw] = fieldAndValue(body, at);
       const prefix = isObject(raw) ? raw.value : raw;
-      if (typeof prefix !== "string" || prefix.length === 0) throw new FilterParseError(`${at}.${key}`, "a prefix must be a non-empty string");
+      if (typeof prefix !== "string" || prefix.length === 0)
+        throw new FilterParseError(`${at}.${key}`, "a prefix must be a non-empty string");
       return { op: "prefix", key, prefix };
     }
     case "match_all":
@@ -270,7 +299,9 @@ export function matchesFilter(node: FilterNode, metadata: Json): boolean {
         });
       });
     case "text":
-      return valuesAt(metadata, node.key).some((v) => typeof v === "string" && v.toLowerCase().includes(node.text.toLowerCase()));
+      return valuesAt(metadata, node.key).some(
+        (v) => typeof v === "string" && v.toLowerCase().includes(node.text.toLowerCase()),
+      );
     case "prefix":
       return valuesAt(metadata, node.key).some((v) => typeof v === "string" && v.startsWith(node.prefix));
     case "exists":
@@ -299,11 +330,15 @@ const jsonPathLiteral = (key: string): string => `'$."${key}"'`;
 /** Metadata values under a key, scalar or array, as rows of json_each (none when missing or null). */
 function eachValue(column: string, key: string, condition: string, params: (string | number)[]): SqlFilter {
   if (!KEY.test(key)) throw new FilterParseError(key, "invalid key");
-  return { sql: `EXISTS (SELECT 1 FROM json_each(${column}, ${jsonPathLiteral(key)}) AS v WHERE v.type != 'null' AND (${condition}))`, params };
+  return {
+    sql: `EXISTS (SELECT 1 FROM json_each(${column}, ${jsonPathLiteral(key)}) AS v WHERE v.type != 'null' AND (${condition}))`,
+    params,
+  };
 }
 
 const sqlValue = (v: Scalar): string | number => (typeof v === "boolean" ? (v ? 1 : 0) : v);
-const typeGuard = (v: number | string): string => (typeof v === "number" ? "v.type IN ('integer','real')" : "v.type = 'text'");
+const typeGuard = (v: number | string): string =>
+  typeof v === "number" ? "v.type IN ('integer','real')" : "v.type = 'text'";
 
 /** Compiles the tree to a WHERE clause over a JSON `column`, with bound parameters only. */
 export function filterToSql(node: FilterNode, column = "metadata"): SqlFilter {
@@ -322,16 +357,31 @@ export function filterToSql(node: FilterNode, column = "metadata"): SqlFilter {
     }
     case "eq": {
       const value = sqlValue(node.value);
-      return eachValue(column, node.key, `v.value = ? AND ${typeof value === "number" ? "v.type IN ('integer','real','true','false')" : "v.type = 'text'"}`, [value]);
+      return eachValue(
+        column,
+        node.key,
+        `v.value = ? AND ${typeof value === "number" ? "v.type IN ('integer','real','true','false')" : "v.type = 'text'"}`,
+        [value],
+      );
     }
     case "in": {
       // One JSON-array parameter, however long the list; booleans become 1/0 as in the predicate.
-      return eachValue(column, node.key, "v.type NOT IN ('object','array') AND v.value IN (SELECT value FROM json_each(?))", [JSON.stringify(node.values.map(sqlValue))]);
+      return eachValue(
+        column,
+        node.key,
+        "v.type NOT IN ('object','array') AND v.value IN (SELECT value FROM json_each(?))",
+        [JSON.stringify(node.values.map(sqlValue))],
+      );
     }
     case "range": {
       const conds: string[] = [];
       const params: (string | number)[] = [];
-      for (const [name, sign] of [["gt", ">"], ["gte", ">="], ["lt", "<"], ["lte", "<="]] as const) {
+      for (const [name, sign] of [
+        ["gt", ">"],
+        ["gte", ">="],
+        ["lt", "<"],
+        ["lte", "<="],
+      ] as const) {
         const bound = node[name];
         if (bound === undefined) continue;
         conds.push(`(${typeGuard(bound)} AND v.value ${sign} ?)`);
@@ -343,7 +393,10 @@ export function filterToSql(node: FilterNode, column = "metadata"): SqlFilter {
       // instr over lower() is ASCII-only case folding; the predicate re-checks every result.
       return eachValue(column, node.key, "v.type = 'text' AND instr(lower(v.value), lower(?)) > 0", [node.text]);
     case "prefix":
-      return eachValue(column, node.key, "v.type = 'text' AND substr(v.value, 1, ?) = ?", [node.prefix.length, node.prefix]);
+      return eachValue(column, node.key, "v.type = 'text' AND substr(v.value, 1, ?) = ?", [
+        node.prefix.length,
+        node.prefix,
+      ]);
     case "exists":
       return eachValue(column, node.key, "1", []);
     case "empty": {

@@ -1,14 +1,30 @@
 import type { AuthContext, Env } from "../../env";
 import type { KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { badRequest, conflict } from "../../lib/errors";
-import { combineFilters, FilterParseError, filterToSql, MAX_FILTER_SQL_PARAMS, parseOpenSearchFilter, parseQdrantFilter, type FilterNode } from "./metadata-filter";
+import {
+  combineFilters,
+  FilterParseError,
+  filterToSql,
+  MAX_FILTER_SQL_PARAMS,
+  parseOpenSearchFilter,
+  parseQdrantFilter,
+  type FilterNode,
+} from "./metadata-filter";
 import type { Scored } from "./hybrid-search";
 import { resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
 import { visibleKnowledgeBase } from "./knowledge-bases.service";
 import { vectorIndexFor } from "./vector-backend";
 import type { QueryInput } from "./knowledge-bases.schemas";
-import { groupInto, needsShaping, type IndexingBacklog, type ResultItem, type RetrievalUnit, type RetrieveRequest, type SearchMode } from "./retrieval";
+import {
+  groupInto,
+  needsShaping,
+  type IndexingBacklog,
+  type ResultItem,
+  type RetrievalUnit,
+  type RetrieveRequest,
+  type SearchMode,
+} from "./retrieval";
 
 /**
  * A query runs as a plan of steps: prepare queries -> embed -> retrieve, fuse and shape (one call
@@ -79,9 +95,20 @@ const NEEDS: { option: keyof QueryInput["config"]; hook: keyof QueryHooks; conne
 export const DEFAULT_FUSION = "weighted" as const;
 export const DEFAULT_ALPHA = 0.2;
 
-const UNIT_ALIASES: Record<string, RetrievalUnit> = { chunks: "chunks", chunk: "chunks", documents: "documents", document: "documents", pages: "pages", page: "pages" };
+const UNIT_ALIASES: Record<string, RetrievalUnit> = {
+  chunks: "chunks",
+  chunk: "chunks",
+  documents: "documents",
+  document: "documents",
+  pages: "pages",
+  page: "pages",
+};
 
-function parseFilter(language: string, source: string | Record<string, unknown> | undefined, parse: (s: string | Record<string, unknown>) => FilterNode): FilterNode | undefined {
+function parseFilter(
+  language: string,
+  source: string | Record<string, unknown> | undefined,
+  parse: (s: string | Record<string, unknown>) => FilterNode,
+): FilterNode | undefined {
   if (source === undefined || (typeof source === "string" && source.trim() === "")) return undefined;
   try {
     return parse(source);
@@ -94,23 +121,38 @@ function parseFilter(language: string, source: string | Record<string, unknown> 
 export function planQuery(kb: KnowledgeBaseRow, input: QueryInput, hooks: QueryHooks): QueryPlan {
   const config = input.config;
   const meta = input.search_metadata;
-  const queries = [...(input.queries ?? []), ...(input.query ? [input.query] : [])].map((q) => q.trim()).filter(Boolean);
-  if (config.embedding_model !== undefined && config.embedding_model !== kb.embeddingModel) throw conflict(`this knowledge base was indexed with ${kb.embeddingModel}; it cannot be queried with ${config.embedding_model}`);
+  const queries = [...(input.queries ?? []), ...(input.query ? [input.query] : [])]
+    .map((q) => q.trim())
+    .filter(Boolean);
+  if (config.embedding_model !== undefined && config.embedding_model !== kb.embeddingModel)
+    throw conflict(
+      `this knowledge base was indexed with ${kb.embeddingModel}; it cannot be queried with ${config.embedding_model}`,
+    );
   if (queries.length === 0) throw badRequest("queries: give at least one non-empty query");
   const unitText = config.retrieval_unit ?? "chunks";
   const unit = UNIT_ALIASES[unitText];
   if (!unit) throw badRequest(`invalid retrieval unit: ${unitText}`);
   const qaMode = config.question_answering_config?.advanced_qa_mode;
-  if (qaMode !== undefined && qaMode !== "fast" && qaMode !== "accurate") throw badRequest(`invalid advanced QA mode: ${qaMode}`);
+  if (qaMode !== undefined && qaMode !== "fast" && qaMode !== "accurate")
+    throw badRequest(`invalid advanced QA mode: ${qaMode}`);
   for (const need of NEEDS) {
-    if (config[need.option] === true && !hooks[need.hook]) throw badRequest(`config.${need.option} needs ${need.connection}; none is configured for this organization yet`);
+    if (config[need.option] === true && !hooks[need.hook])
+      throw badRequest(`config.${need.option} needs ${need.connection}; none is configured for this organization yet`);
   }
-  if (meta.searchengine_filter !== undefined && meta.opensearch_filter !== undefined) throw badRequest("search_metadata: give searchengine_filter or opensearch_filter, not both");
+  if (meta.searchengine_filter !== undefined && meta.opensearch_filter !== undefined)
+    throw badRequest("search_metadata: give searchengine_filter or opensearch_filter, not both");
   const filter = combineFilters(
     parseFilter("filter", meta.filter, parseQdrantFilter),
-    parseFilter(meta.opensearch_filter !== undefined ? "opensearch_filter" : "searchengine_filter", meta.searchengine_filter ?? meta.opensearch_filter, parseOpenSearchFilter),
+    parseFilter(
+      meta.opensearch_filter !== undefined ? "opensearch_filter" : "searchengine_filter",
+      meta.searchengine_filter ?? meta.opensearch_filter,
+      parseOpenSearchFilter,
+    ),
   );
-  if (filter && filterToSql(filter).params.length > MAX_FILTER_SQL_PARAMS) throw badRequest(`search_metadata: the filters are too complex (more than ${MAX_FILTER_SQL_PARAMS} values to compare); simplify them`);
+  if (filter && filterToSql(filter).params.length > MAX_FILTER_SQL_PARAMS)
+    throw badRequest(
+      `search_metadata: the filters are too complex (more than ${MAX_FILTER_SQL_PARAMS} values to compare); simplify them`,
+    );
   const hybrid = config.hybrid_search_config ?? {};
   const mode: SearchMode = config.retrieval_config?.search_mode ?? (kb.isHybrid ? "hybrid" : "vector");
   return {
@@ -144,7 +186,14 @@ function candidateDepth(plan: QueryPlan): number {
 async function vectorizeHits(env: Env, plan: QueryPlan, vectors: Float32Array[]): Promise<Scored[][] | undefined> {
   const backend = vectorIndexFor(env, plan.kb.id);
   if (!backend || plan.mode === "keyword") return undefined;
-  return Promise.all(vectors.map(async (v) => (await backend.query(v, { topK: candidateDepth(plan), filter: plan.filter })).matches.map((m) => ({ id: m.id, score: m.score }))));
+  return Promise.all(
+    vectors.map(async (v) =>
+      (await backend.query(v, { topK: candidateDepth(plan), filter: plan.filter })).matches.map((m) => ({
+        id: m.id,
+        score: m.score,
+      })),
+    ),
+  );
 }
 
 function formatContext(items: ResultItem[]): { formatted_text: string; citation_metadata: Record<string, unknown>[] } {
@@ -160,7 +209,12 @@ function formatContext(items: ResultItem[]): { formatted_text: string; citation_
     score: item.score,
   }));
   const blocks = items.map((item, i) => {
-    const where = [item.metadata.name, item.metadata.page !== undefined ? `page ${String(item.metadata.page)}` : undefined].filter(Boolean).join(", ");
+    const where = [
+      item.metadata.name,
+      item.metadata.page !== undefined ? `page ${String(item.metadata.page)}` : undefined,
+    ]
+      .filter(Boolean)
+      .join(", ");
     return `[${i + 1}] ${where}\n${item.text}`;
   });
   const formatted = `Answer using only the numbered sources below and cite them as [n].\n\n${blocks.join("\n\n")}`;
@@ -170,18 +224,27 @@ function formatContext(items: ResultItem[]): { formatted_text: string; citation_
 export async function executePlan(env: Env, plan: QueryPlan, hooks: QueryHooks): Promise<QueryResult> {
   let queries = plan.queries;
   if (plan.config.transform_query && hooks.transformQuery) queries = await hooks.transformQuery(plan);
-  if (plan.config.expand_query && hooks.expandQuery) queries = [...queries, ...(await hooks.expandQuery({ ...plan, queries }))];
-  if (plan.config.generate_metadata_filters && hooks.generateMetadataFilter) plan = { ...plan, filter: combineFilters(plan.filter, await hooks.generateMetadataFilter(plan)) };
+  if (plan.config.expand_query && hooks.expandQuery)
+    queries = [...queries, ...(await hooks.expandQuery({ ...plan, queries }))];
+  if (plan.config.generate_metadata_filters && hooks.generateMetadataFilter)
+    plan = { ...plan, filter: combineFilters(plan.filter, await hooks.generateMetadataFilter(plan)) };
 
   let vectors: Float32Array[] = [];
   if (plan.mode !== "keyword") {
     const embedder = await resolveEmbedder(env, plan.kb.embeddingModel);
-    if (embedder.model !== plan.kb.embeddingModel) throw conflict(`this knowledge base was indexed with ${plan.kb.embeddingModel}; it cannot be queried with ${embedder.model}`);
+    if (embedder.model !== plan.kb.embeddingModel)
+      throw conflict(
+        `this knowledge base was indexed with ${plan.kb.embeddingModel}; it cannot be queried with ${embedder.model}`,
+      );
     vectors = await embedder.embed(queries);
   }
   const hits = await vectorizeHits(env, plan, vectors);
   const request: RetrieveRequest = {
-    queries: queries.map((text, i) => ({ text, vector: hits || !vectors[i] ? undefined : Array.from(vectors[i]), vectorHits: hits?.[i] })),
+    queries: queries.map((text, i) => ({
+      text,
+      vector: hits || !vectors[i] ? undefined : Array.from(vectors[i]),
+      vectorHits: hits?.[i],
+    })),
     mode: plan.mode,
     fusion: plan.fusion,
     alpha: plan.alpha,
@@ -208,11 +271,22 @@ export async function executePlan(env: Env, plan: QueryPlan, hooks: QueryHooks):
 /** No model-backed steps yet: the provider layer supplies these hooks later. */
 export const NO_HOOKS: QueryHooks = {};
 
-export async function queryKnowledgeBase(env: Env, auth: AuthContext, kbId: string, input: QueryInput, hooks: QueryHooks = NO_HOOKS): Promise<QueryResult> {
+export async function queryKnowledgeBase(
+  env: Env,
+  auth: AuthContext,
+  kbId: string,
+  input: QueryInput,
+  hooks: QueryHooks = NO_HOOKS,
+): Promise<QueryResult> {
   return queryVisibleKnowledgeBase(env, await visibleKnowledgeBase(env, auth, kbId), input, hooks);
 }
 
 /** The same, for a caller that has already checked the knowledge base is visible (one D1 read saved per query). */
-export function queryVisibleKnowledgeBase(env: Env, kb: KnowledgeBaseRow, input: QueryInput, hooks: QueryHooks = NO_HOOKS): Promise<QueryResult> {
+export function queryVisibleKnowledgeBase(
+  env: Env,
+  kb: KnowledgeBaseRow,
+  input: QueryInput,
+  hooks: QueryHooks = NO_HOOKS,
+): Promise<QueryResult> {
   return executePlan(env, planQuery(kb, input, hooks), hooks);
 }

@@ -56,7 +56,11 @@ export interface IndexingBacklog {
 }
 
 /** One query's keyword and vector candidates, fused as the request's mode and fusion say. */
-export function fuseHalves<K extends string | number>(keyword: Scored<K>[], vector: Scored<K>[], request: Pick<RetrieveRequest, "mode" | "fusion" | "alpha">): Scored<K>[] {
+export function fuseHalves<K extends string | number>(
+  keyword: Scored<K>[],
+  vector: Scored<K>[],
+  request: Pick<RetrieveRequest, "mode" | "fusion" | "alpha">,
+): Scored<K>[] {
   if (request.mode === "keyword") return keyword;
   if (request.mode === "vector") return vector;
   if (request.fusion === "weighted") return weightedFusion(vector, keyword, request.alpha);
@@ -75,7 +79,10 @@ export function needsShaping(request: Pick<RetrieveRequest, "unit" | "maxDocumen
 }
 
 /** `max_documents`: chunks from at most that many documents; `group_by_key`: one chunk per value of that key. */
-export function applyLimits(ranked: RankedChunk[], request: Pick<RetrieveRequest, "maxDocuments" | "groupByKey">): RankedChunk[] {
+export function applyLimits(
+  ranked: RankedChunk[],
+  request: Pick<RetrieveRequest, "maxDocuments" | "groupByKey">,
+): RankedChunk[] {
   let out = ranked;
   if (request.maxDocuments !== undefined) {
     const limit = request.maxDocuments;
@@ -131,7 +138,14 @@ export interface ResultItem {
 
 /** Ranked chunks as result items of the unit: a document or page scores as its best chunk. */
 export function groupInto(unit: RetrievalUnit, ranked: RankedChunk[], pageTexts: Map<string, string>): ResultItem[] {
-  if (unit === "chunks") return ranked.map(({ chunk, score }) => ({ id: chunk.id, document_id: chunk.documentId, score, text: chunk.text, metadata: chunk.metadata }));
+  if (unit === "chunks")
+    return ranked.map(({ chunk, score }) => ({
+      id: chunk.id,
+      document_id: chunk.documentId,
+      score,
+      text: chunk.text,
+      metadata: chunk.metadata,
+    }));
   const groups = new Map<string, { score: number; chunks: StoredChunk[] }>();
   for (const { chunk, score } of ranked) {
     const key = groupKey(unit, chunk);
@@ -144,9 +158,18 @@ export function groupInto(unit: RetrievalUnit, ranked: RankedChunk[], pageTexts:
     const { section: _section, ...metadata } = first.metadata;
     if (unit === "documents") {
       delete metadata.page;
-      const text = [...group.chunks].sort((a, b) => a.position - b.position).map((c) => c.text).join("\n\n");
+      const text = [...group.chunks]
+        .sort((a, b) => a.position - b.position)
+        .map((c) => c.text)
+        .join("\n\n");
       return { id: first.documentId, document_id: first.documentId, score: group.score, text, metadata };
     }
-    return { id: key, document_id: first.documentId, score: group.score, text: pageTexts.get(key) ?? group.chunks.map((c) => c.text).join("\n\n"), metadata };
+    return {
+      id: key,
+      document_id: first.documentId,
+      score: group.score,
+      text: pageTexts.get(key) ?? group.chunks.map((c) => c.text).join("\n\n"),
+      metadata,
+    };
   });
 }

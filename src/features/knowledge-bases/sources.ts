@@ -38,35 +38,64 @@ export function parseWikipediaRef(ref: string): { lang: string; title: string } 
   }
   const url = checkUrl(text, WIKIPEDIA_HOSTS);
   const lang = url.hostname.split(".")[0].replace(/^(\w+)\.m$/, "$1");
-  if (!/^[a-z]{2,3}(-[a-z]{2,10})?$/.test(lang)) throw badRequest(`encyclopedia: ${url.hostname} is not a language edition of Wikipedia`);
+  if (!/^[a-z]{2,3}(-[a-z]{2,10})?$/.test(lang))
+    throw badRequest(`encyclopedia: ${url.hostname} is not a language edition of Wikipedia`);
   const match = /^\/wiki\/(.+)$/.exec(url.pathname);
   const title = match ? decodeURIComponent(match[1]).replace(/_/g, " ") : url.searchParams.get("title");
-  if (!title) throw badRequest("encyclopedia: the URL names no article (expected https://<lang>.wikipedia.org/wiki/<Title>)");
+  if (!title)
+    throw badRequest("encyclopedia: the URL names no article (expected https://<lang>.wikipedia.org/wiki/<Title>)");
   return { lang, title };
 }
 
 /** MediaWiki plain-text extracts mark sections `== Title ==`; they become Markdown headings. */
 function wikiSectionsToMarkdown(extract: string): string {
-  return extract.replace(/^(={2,6})\s*(.+?)\s*\1\s*$/gm, (_m, marks: string, title: string) => `${"#".repeat(marks.length)} ${title}`);
+  return extract.replace(
+    /^(={2,6})\s*(.+?)\s*\1\s*$/gm,
+    (_m, marks: string, title: string) => `${"#".repeat(marks.length)} ${title}`,
+  );
 }
 
 export async function fetchWikipedia(ref: string, fetchImpl?: FetchFunction): Promise<SourceDocument> {
   const { lang, title } = parseWikipediaRef(ref);
   const api = new URL(`https://${lang}.wikipedia.org/w/api.php`);
-  for (const [k, v] of Object.entries({ action: "query", format: "json", formatversion: "2", prop: "extracts", explaintext: "1", redirects: "1", titles: title })) api.searchParams.set(k, v);
-  const response = await guardedFetch(api.toString(), { allowHosts: WIKIPEDIA_HOSTS, maxBytes: MAX_JSON_BYTES, timeoutMs: TIMEOUT_MS, fetch: fetchImpl });
+  for (const [k, v] of Object.entries({
+    action: "query",
+    format: "json",
+    formatversion: "2",
+    prop: "extracts",
+    explaintext: "1",
+    redirects: "1",
+    titles: title,
+  }))
+    api.searchParams.set(k, v);
+  const response = await guardedFetch(api.toString(), {
+    allowHosts: WIKIPEDIA_HOSTS,
+    maxBytes: MAX_JSON_BYTES,
+    timeoutMs: TIMEOUT_MS,
+    fetch: fetchImpl,
+  });
   if (response.status !== 200) throw new AppError("provider_failed", `Wikipedia answered ${response.status}`);
-  let body: { query?: { pages?: { title?: string; pageid?: number; extract?: string; missing?: boolean; invalid?: boolean }[] } };
+  let body: {
+    query?: { pages?: { title?: string; pageid?: number; extract?: string; missing?: boolean; invalid?: boolean }[] };
+  };
   try {
     body = JSON.parse(new TextDecoder().decode(response.body));
   } catch {
     throw new AppError("provider_failed", "Wikipedia answered something that is not JSON");
   }
   const page = body.query?.pages?.[0];
-  if (!page || page.missing || page.invalid || !page.extract) throw badRequest(`encyclopedia: no Wikipedia article named '${title}'`);
+  if (!page || page.missing || page.invalid || !page.extract)
+    throw badRequest(`encyclopedia: no Wikipedia article named '${title}'`);
   const articleTitle = page.title ?? title;
   const url = `https://${lang}.wikipedia.org/wiki/${encodeURIComponent(articleTitle.replace(/ /g, "_"))}`;
-  return { source: "wikipedia", name: articleTitle, url, mimeType: "text/markdown", pages: [`# ${articleTitle}\n\n${wikiSectionsToMarkdown(page.extract)}`], metadata: { title: articleTitle, url, language: lang } };
+  return {
+    source: "wikipedia",
+    name: articleTitle,
+    url,
+    mimeType: "text/markdown",
+    pages: [`# ${articleTitle}\n\n${wikiSectionsToMarkdown(page.extract)}`],
+    metadata: { title: articleTitle, url, language: lang },
+  };
 }
 
 // ---------- YouTube ----------
@@ -80,7 +109,11 @@ export function parseYoutubeRef(ref: string): string {
     return text;
   }
   const url = checkUrl(text, YOUTUBE_HOSTS);
-  const candidates = [url.searchParams.get("v"), url.hostname === "youtu.be" ? url.pathname.slice(1) : null, /^\/(?:shorts|embed|live)\/([^/]+)/.exec(url.pathname)?.[1] ?? null];
+  const candidates = [
+    url.searchParams.get("v"),
+    url.hostname === "youtu.be" ? url.pathname.slice(1) : null,
+    /^\/(?:shorts|embed|live)\/([^/]+)/.exec(url.pathname)?.[1] ?? null,
+  ];
   const id = candidates.find((c): c is string => c !== null && VIDEO_ID.test(c));
   if (!id) throw badRequest("video: the URL names no YouTube video");
   return id;
@@ -92,7 +125,10 @@ export function parseTimedText(xml: string): { start: number; text: string }[] {
   for (const match of xml.matchAll(/<text\b([^>]*)>([\s\S]*?)<\/text>/g)) {
     const start = Number(/start="([\d.]+)"/.exec(match[1])?.[1] ?? "0");
     // Captions are entity-encoded twice (`&amp;#39;`).
-    const text = decodeEntities(decodeEntities(match[2])).replace(/<[^>]*>/g, "").replace(/\s+/g, " ").trim();
+    const text = decodeEntities(decodeEntities(match[2]))
+      .replace(/<[^>]*>/g, "")
+      .replace(/\s+/g, " ")
+      .trim();
     if (text) lines.push({ start, text });
   }
   return lines;
@@ -107,7 +143,10 @@ export async function fetchYoutube(ref: string, fetchImpl?: FetchFunction): Prom
   if (lines.length === 0) throw badRequest(`video: no English transcript is published for YouTube video ${id}`);
   let title = `YouTube video ${id}`;
   let author: string | undefined;
-  const oembed = await guardedFetch(`https://www.youtube.com/oembed?format=json&url=${encodeURIComponent(watchUrl)}`, options).catch(() => undefined);
+  const oembed = await guardedFetch(
+    `https://www.youtube.com/oembed?format=json&url=${encodeURIComponent(watchUrl)}`,
+    options,
+  ).catch(() => undefined);
   if (oembed?.status === 200) {
     try {
       const info = JSON.parse(new TextDecoder().decode(oembed.body)) as { title?: string; author_name?: string };
@@ -119,7 +158,14 @@ export async function fetchYoutube(ref: string, fetchImpl?: FetchFunction): Prom
   }
   // Sentences of a transcript rarely end with punctuation: one caption line per line keeps chunks tidy.
   const text = `# ${title}\n\n${lines.map((l) => l.text).join("\n")}`;
-  return { source: "youtube", name: title, url: watchUrl, mimeType: "text/plain", pages: [text], metadata: { title, url: watchUrl, video_id: id, ...(author ? { author } : {}) } };
+  return {
+    source: "youtube",
+    name: title,
+    url: watchUrl,
+    mimeType: "text/plain",
+    pages: [text],
+    metadata: { title, url: watchUrl, video_id: id, ...(author ? { author } : {}) },
+  };
 }
 
 // ---------- arXiv ----------
@@ -130,7 +176,8 @@ const OLD_ID = /^[a-z-]+(\.[A-Z]{2})?\/\d{7}(v\d+)?$/;
 export function parseArxivRef(ref: string): string {
   const text = ref.trim().replace(/^arxiv:/i, "");
   if (!looksLikeUrl(text)) {
-    if (!NEW_ID.test(text) && !OLD_ID.test(text)) throw badRequest("preprint: give an arXiv id (like 2101.00001) or URL");
+    if (!NEW_ID.test(text) && !OLD_ID.test(text))
+      throw badRequest("preprint: give an arXiv id (like 2101.00001) or URL");
     return text;
   }
   const url = checkUrl(text, ARXIV_HOSTS);
@@ -147,10 +194,17 @@ function atomField(entry: string, tag: string): string | undefined {
 /** Reads a PDF's pages (under the parser's limits); throws ExtractionError when it cannot. */
 export type PdfReader = (bytes: Uint8Array) => Promise<string[]>;
 
-export async function fetchArxiv(ref: string, fetchImpl: FetchFunction | undefined, readPdf: PdfReader): Promise<SourceDocument> {
+export async function fetchArxiv(
+  ref: string,
+  fetchImpl: FetchFunction | undefined,
+  readPdf: PdfReader,
+): Promise<SourceDocument> {
   const id = parseArxivRef(ref);
   const options = { allowHosts: ARXIV_HOSTS, timeoutMs: TIMEOUT_MS, fetch: fetchImpl };
-  const feed = await guardedFetch(`https://export.arxiv.org/api/query?id_list=${encodeURIComponent(id)}`, { ...options, maxBytes: MAX_JSON_BYTES });
+  const feed = await guardedFetch(`https://export.arxiv.org/api/query?id_list=${encodeURIComponent(id)}`, {
+    ...options,
+    maxBytes: MAX_JSON_BYTES,
+  });
   if (feed.status !== 200) throw new AppError("provider_failed", `arXiv answered ${feed.status}`);
   const xml = new TextDecoder().decode(feed.body);
   const entry = /<entry>([\s\S]*?)<\/entry>/.exec(xml)?.[1];
@@ -166,7 +220,8 @@ export async function fetchArxiv(ref: string, fetchImpl: FetchFunction | undefin
     pages = await readPdf(pdf.body);
   } catch (error) {
     // arXiv's file, not the caller's request, is at fault: a failing outside source.
-    if (error instanceof ExtractionError) throw new AppError("provider_failed", `arXiv's PDF of ${id} could not be read: ${error.message}`);
+    if (error instanceof ExtractionError)
+      throw new AppError("provider_failed", `arXiv's PDF of ${id} could not be read: ${error.message}`);
     throw error;
   }
   const url = `https://arxiv.org/abs/${id}`;

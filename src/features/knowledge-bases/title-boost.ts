@@ -29,7 +29,12 @@ export function leadingTitle(text: string, position: number): string | undefined
  * Adds to each hit's score, for the query stems its title holds, weight x query weight x idf,
  * and re-sorts the re-ranked head (the tail keeps its order, below).
  */
-export function boostTitles<K>(hits: { id: K; score: number }[], titleStems: (id: K) => Iterable<string> | undefined, query: Map<string, number>, idf: (stem: string) => number): { id: K; score: number }[] {
+export function boostTitles<K>(
+  hits: { id: K; score: number }[],
+  titleStems: (id: K) => Iterable<string> | undefined,
+  query: Map<string, number>,
+  idf: (stem: string) => number,
+): { id: K; score: number }[] {
   const head = hits.slice(0, TITLE_BOOST.rerank).map((hit) => {
     let bonus = 0;
     for (const stem of new Set(titleStems(hit.id) ?? [])) {

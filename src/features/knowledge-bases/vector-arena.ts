@@ -26,7 +26,8 @@ export class VectorArena {
   private view: Int8Array;
 
   constructor(dims: number) {
-    if (!Number.isInteger(dims) || dims < 1 || dims > MAX_ARENA_DIMS) throw new Error(`vectors must have 1 to ${MAX_ARENA_DIMS} dimensions`);
+    if (!Number.isInteger(dims) || dims < 1 || dims > MAX_ARENA_DIMS)
+      throw new Error(`vectors must have 1 to ${MAX_ARENA_DIMS} dimensions`);
     this.dims = dims;
     this.stride = Math.ceil(dims / LANE_BYTES) * LANE_BYTES;
     this.exports = new WebAssembly.Instance(kernel, {}).exports as unknown as KernelExports;

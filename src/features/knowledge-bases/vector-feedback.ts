@@ -13,7 +13,11 @@ export const VECTOR_FEEDBACK = {
 } as const;
 
 /** `query + weight * mean(feedback)`, scaled back to unit length; the query itself when no feedback vector fits. */
-export function rocchio(query: ArrayLike<number>, feedback: ArrayLike<number>[], weight: number = VECTOR_FEEDBACK.weight): number[] {
+export function rocchio(
+  query: ArrayLike<number>,
+  feedback: ArrayLike<number>[],
+  weight: number = VECTOR_FEEDBACK.weight,
+): number[] {
   const usable = feedback.filter((v) => v.length === query.length);
   const out = Array.from(query);
   if (usable.length === 0 || !(weight > 0)) return out;

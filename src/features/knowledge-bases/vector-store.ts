@@ -79,7 +79,11 @@ export class VectorStore {
     this.count = 0;
     this.slotOf.clear();
     this.arena = this.dimensions > 0 ? new VectorArena(this.dimensions) : null;
-    const blocks = this.sql.exec<{ count: number; rowids: ArrayBuffer; scales: ArrayBuffer; data: ArrayBuffer }>("SELECT count, rowids, scales, data FROM vector_blocks ORDER BY block").toArray();
+    const blocks = this.sql
+      .exec<{ count: number; rowids: ArrayBuffer; scales: ArrayBuffer; data: ArrayBuffer }>(
+        "SELECT count, rowids, scales, data FROM vector_blocks ORDER BY block",
+      )
+      .toArray();
     this.reserve(blocks.reduce((n, b) => n + b.count, 0));
     for (const b of blocks) {
       this.rowids.set(new Int32Array(b.rowids, 0, b.count), this.count);
@@ -111,14 +115,22 @@ export class VectorStore {
       const end = Math.min(this.count, start + BLOCK);
       const data = new Int8Array((end - start) * dims);
       for (let slot = start; slot < end; slot++) if (this.arena) data.set(this.arena.row(slot), (slot - start) * dims);
-      this.sql.exec("INSERT OR REPLACE INTO vector_blocks (block, count, rowids, scales, data) VALUES (?, ?, ?, ?, ?)", b, end - start, this.rowids.slice(start, end).buffer, this.scales.slice(start, end).buffer, data.buffer);
+      this.sql.exec(
+        "INSERT OR REPLACE INTO vector_blocks (block, count, rowids, scales, data) VALUES (?, ?, ?, ?, ?)",
+        b,
+        end - start,
+        this.rowids.slice(start, end).buffer,
+        this.scales.slice(start, end).buffer,
+        data.buffer,
+      );
     }
     this.sql.exec("DELETE FROM vector_blocks WHERE block >= ?", blocks);
   }
 
   private arenaFor(dims: number): VectorArena {
     if (this.arena && this.dimensions === dims) return this.arena;
-    if (this.dimensions !== 0 && this.count > 0) throw new Error(`vector has ${dims} dimensions; this index holds ${this.dimensions}`);
+    if (this.dimensions !== 0 && this.count > 0)
+      throw new Error(`vector has ${dims} dimensions; this index holds ${this.dimensions}`);
     this.dimensions = dims;
     this.arena = new VectorArena(dims);
     this.arena.reserve(this.rowids.length);
@@ -135,7 +147,8 @@ export class VectorStore {
     const quantized = new Int8Array(this.dimensions);
     let firstTouched = this.count;
     for (const { rowid, values } of entries) {
-      if (values.length !== this.dimensions) throw new Error(`vector has ${values.length} dimensions; this index holds ${this.dimensions}`);
+      if (values.length !== this.dimensions)
+        throw new Error(`vector has ${values.length} dimensions; this index holds ${this.dimensions}`);
       let slot = this.slotOf.get(rowid);
       if (slot === undefined) {
         slot = this.count++;

@@ -40,7 +40,9 @@ export function toVectorizeFilter(node: FilterNode | undefined): VectorizeFilter
 }
 
 /** Vectorize metadata holds strings, numbers, booleans and string arrays; other values travel as JSON text. */
-function toVectorizeMetadata(metadata: VectorMetadata | undefined): Record<string, VectorizeVectorMetadata> | undefined {
+function toVectorizeMetadata(
+  metadata: VectorMetadata | undefined,
+): Record<string, VectorizeVectorMetadata> | undefined {
   if (!metadata) return undefined;
   const out: Record<string, VectorizeVectorMetadata> = {};
   for (const [key, value] of Object.entries(metadata)) {
@@ -61,7 +63,12 @@ export class VectorizeVectorIndex implements VectorIndex {
 
   async upsert(vectors: IndexVector[]): Promise<{ count: number }> {
     for (let i = 0; i < vectors.length; i += 1000) {
-      const batch = vectors.slice(i, i + 1000).map((v) => ({ id: v.id, values: Array.from(v.values), namespace: this.namespace, metadata: toVectorizeMetadata(v.metadata) }));
+      const batch = vectors.slice(i, i + 1000).map((v) => ({
+        id: v.id,
+        values: Array.from(v.values),
+        namespace: this.namespace,
+        metadata: toVectorizeMetadata(v.metadata),
+      }));
       await this.binding.upsert(batch);
     }
     return { count: vectors.length };
@@ -69,7 +76,9 @@ export class VectorizeVectorIndex implements VectorIndex {
 
   async query(vector: number[] | Float32Array, options: VectorQueryOptions): Promise<{ matches: VectorMatch[] }> {
     const needsCheck = options.filter !== undefined;
-    const topK = needsCheck ? VECTORIZE_MAX_TOP_K_WITH_METADATA : Math.min(options.topK, needsCheck || options.returnMetadata ? VECTORIZE_MAX_TOP_K_WITH_METADATA : 100);
+    const topK = needsCheck
+      ? VECTORIZE_MAX_TOP_K_WITH_METADATA
+      : Math.min(options.topK, needsCheck || options.returnMetadata ? VECTORIZE_MAX_TOP_K_WITH_METADATA : 100);
     const result = await this.binding.query(Array.from(vector), {
       topK,
       namespace: this.namespace,
@@ -88,7 +97,9 @@ export class VectorizeVectorIndex implements VectorIndex {
 
   async getByIds(ids: string[]): Promise<{ id: string; values: number[]; metadata?: VectorMetadata }[]> {
     const found = await this.binding.getByIds(ids);
-    return found.filter((v) => (v.namespace ?? "") === this.namespace).map((v) => ({ id: v.id, values: Array.from(v.values), metadata: v.metadata as VectorMetadata | undefined }));
+    return found
+      .filter((v) => (v.namespace ?? "") === this.namespace)
+      .map((v) => ({ id: v.id, values: Array.from(v.values), metadata: v.metadata as VectorMetadata | undefined }));
   }
 
   async deleteByIds(ids: string[]): Promise<{ count: number }> {

@@ -25,21 +25,40 @@ export interface CrawlState {
 export const PAGES_PER_STEP = 5;
 
 export function siteOf(url: URL): string {
-  return url.hostname.toLowerCase().replace(/\.$/, "").replace(/^www\./, "");
+  return url.hostname
+    .toLowerCase()
+    .replace(/\.$/, "")
+    .replace(/^www\./, "");
 }
 
-async function allowedByRobots(state: Pick<CrawlState, "robots">, url: URL, fetchImpl?: FetchFunction): Promise<boolean> {
+async function allowedByRobots(
+  state: Pick<CrawlState, "robots">,
+  url: URL,
+  fetchImpl?: FetchFunction,
+): Promise<boolean> {
   let rules = state.robots[url.origin];
   if (!rules) state.robots[url.origin] = rules = await fetchRobots(url.origin, fetchImpl);
   return robotsAllows(rules, url);
 }
 
 /** Reads the first page (refused, robots-disallowed or unreadable: thrown) and starts the crawl state. */
-export async function startCrawl(startRaw: string, limit: number, fetchImpl?: FetchFunction): Promise<{ page: WebPage; state: CrawlState }> {
+export async function startCrawl(
+  startRaw: string,
+  limit: number,
+  fetchImpl?: FetchFunction,
+): Promise<{ page: WebPage; state: CrawlState }> {
   const start = checkPageUrl(startRaw);
   start.hash = "";
-  const state: CrawlState = { site: siteOf(start), limit, count: 1, frontier: [], seen: [start.toString()], robots: {} };
-  if (!(await allowedByRobots(state, start, fetchImpl))) throw badRequest(`url_data: robots.txt of ${start.hostname} does not allow fetching ${start.toString()}`);
+  const state: CrawlState = {
+    site: siteOf(start),
+    limit,
+    count: 1,
+    frontier: [],
+    seen: [start.toString()],
+    robots: {},
+  };
+  if (!(await allowedByRobots(state, start, fetchImpl)))
+    throw badRequest(`url_data: robots.txt of ${start.hostname} does not allow fetching ${start.toString()}`);
   const page = await fetchPage(start.toString(), fetchImpl);
   if (!state.seen.includes(page.url)) state.seen.push(page.url);
   enqueue(state, page.links);
@@ -81,10 +100,7 @@ export async function crawlStep(state: CrawlState, maxPages: number, fetchImpl?:
       state.count++;
       pages.push(page);
       enqueue(state, page.links);
-    } catch {
-      // One unreadable, refused, oversized or non-HTML page does not end the crawl.
-      continue;
-    }
+    } catch {}
   }
   return pages;
 }

@@ -32,17 +32,25 @@ export function checkPageUrl(raw: string): URL {
 }
 
 export async function fetchPage(raw: string, fetchImpl?: FetchFunction): Promise<WebPage> {
-  const response = await guardedFetch(raw, { rules: WEB_RULES, maxBytes: MAX_PAGE_BYTES, timeoutMs: PAGE_TIMEOUT_MS, fetch: fetchImpl, headers: { accept: "text/html,application/xhtml+xml;q=0.9" } });
+  const response = await guardedFetch(raw, {
+    rules: WEB_RULES,
+    maxBytes: MAX_PAGE_BYTES,
+    timeoutMs: PAGE_TIMEOUT_MS,
+    fetch: fetchImpl,
+    headers: { accept: "text/html,application/xhtml+xml;q=0.9" },
+  });
   const host = new URL(response.url).hostname;
   // A failing server is an outside failure (502); any other answer but 200 is the caller's URL (400).
-  if (response.status >= 500) throw new AppError("provider_failed", `url_data: ${host} answered ${response.status} for ${response.url}`);
+  if (response.status >= 500)
+    throw new AppError("provider_failed", `url_data: ${host} answered ${response.status} for ${response.url}`);
   if (response.status !== 200) throw badRequest(`url_data: ${host} answered ${response.status} for ${response.url}`);
   return readPage(response);
 }
 
 export function readPage(response: GuardedResponse & { url: string }): WebPage {
   const type = response.contentType.split(";")[0].trim().toLowerCase();
-  if (!HTML_TYPES.includes(type)) throw badRequest(`url_data: ${response.url} is not an HTML page (content type ${type || "none"})`);
+  if (!HTML_TYPES.includes(type))
+    throw badRequest(`url_data: ${response.url} is not an HTML page (content type ${type || "none"})`);
   const html = new TextDecoder().decode(response.body);
   const title = pageTitle(html);
   const text = htmlToText(html);
@@ -60,7 +68,10 @@ export function pageTitle(html: string): string {
   const close = /<\/title/gi;
   close.lastIndex = start;
   const end = close.exec(html)?.index ?? start + 300;
-  return decodeEntities(html.slice(start, Math.min(end, start + 4096))).replace(/\s+/g, " ").trim().slice(0, 300);
+  return decodeEntities(html.slice(start, Math.min(end, start + 4096)))
+    .replace(/\s+/g, " ")
+    .trim()
+    .slice(0, 300);
 }
 
 /**
@@ -143,7 +154,8 @@ function robotsMatch(pattern: string, path: string): boolean {
 /** The longest matching rule wins, Allow on a tie (RFC 9309). */
 export function robotsAllows(rules: RobotsRules, url: URL): boolean {
   const path = `${url.pathname}${url.search}`;
-  const longest = (patterns: string[]): number => Math.max(-1, ...patterns.filter((p) => robotsMatch(p, path)).map((p) => p.length));
+  const longest = (patterns: string[]): number =>
+    Math.max(-1, ...patterns.filter((p) => robotsMatch(p, path)).map((p) => p.length));
   const disallowed = longest(rules.disallow);
   return disallowed < 0 || longest(rules.allow) >= disallowed;
 }
@@ -154,7 +166,12 @@ export function robotsAllows(rules: RobotsRules, url: URL): boolean {
  */
 export async function fetchRobots(origin: string, fetchImpl?: FetchFunction): Promise<RobotsRules> {
   try {
-    const response = await guardedFetch(`${origin}/robots.txt`, { rules: WEB_RULES, maxBytes: MAX_ROBOTS_BYTES, timeoutMs: PAGE_TIMEOUT_MS, fetch: fetchImpl });
+    const response = await guardedFetch(`${origin}/robots.txt`, {
+      rules: WEB_RULES,
+      maxBytes: MAX_ROBOTS_BYTES,
+      timeoutMs: PAGE_TIMEOUT_MS,
+      fetch: fetchImpl,
+    });
     if (response.status >= 400 && response.status < 500) return { allow: [], disallow: [] };
     if (response.status !== 200) return { allow: [], disallow: ["/"] };
     return parseRobots(new TextDecoder().decode(response.body));

@@ -38,7 +38,13 @@ export class WebSources {
   ) {}
 
   register(record: WebSourceRecord, pages: StoredPage[], now: number): void {
-    for (const [i, page] of pages.entries()) this.sql.exec("INSERT OR REPLACE INTO web_source_pages (source_id, position, page) VALUES (?, ?, ?)", record.id, i, JSON.stringify(page));
+    for (const [i, page] of pages.entries())
+      this.sql.exec(
+        "INSERT OR REPLACE INTO web_source_pages (source_id, position, page) VALUES (?, ?, ?)",
+        record.id,
+        i,
+        JSON.stringify(page),
+      );
     this.save(record, now);
   }
 
@@ -54,17 +60,25 @@ export class WebSources {
 
   /** When the next rescrape is due, if any. */
   nextDue(): number | null {
-    return this.sql.exec<{ at: number | null }>("SELECT min(next_at) AS at FROM web_sources WHERE crawling = 0").one().at;
+    return this.sql.exec<{ at: number | null }>("SELECT min(next_at) AS at FROM web_sources WHERE crawling = 0").one()
+      .at;
   }
 
   /** Runs one step: the next page batch of a crawl in progress, else the start of a due rescrape. */
   async step(now: number): Promise<void> {
     const row =
       this.sql.exec<{ record: string }>("SELECT record FROM web_sources WHERE crawling = 1 LIMIT 1").toArray()[0] ??
-      this.sql.exec<{ record: string }>("SELECT record FROM web_sources WHERE crawling = 0 AND next_at <= ? ORDER BY next_at LIMIT 1", now).toArray()[0];
+      this.sql
+        .exec<{ record: string }>(
+          "SELECT record FROM web_sources WHERE crawling = 0 AND next_at <= ? ORDER BY next_at LIMIT 1",
+          now,
+        )
+        .toArray()[0];
     if (!row) return;
     const record = JSON.parse(row.record) as WebSourceRecord;
-    const kb = (await database(this.env).select().from(knowledgeBases).where(eq(knowledgeBases.id, record.kbId)).limit(1))[0];
+    const kb = (
+      await database(this.env).select().from(knowledgeBases).where(eq(knowledgeBases.id, record.kbId)).limit(1)
+    )[0];
     if (!kb) {
       this.remove(record.id);
       return;
@@ -83,7 +97,8 @@ export class WebSources {
     } else {
       await this.accept(record, kb, await crawlStep(record.crawl, PAGES_PER_STEP, fetchImpl));
     }
-    if ((record.crawl !== null && crawlFinished(record.crawl)) || this.contentChars(record.id) > MAX_CONTENT_CHARS) await this.finish(record, kb);
+    if ((record.crawl !== null && crawlFinished(record.crawl)) || this.contentChars(record.id) > MAX_CONTENT_CHARS)
+      await this.finish(record, kb);
     if (record.crawl === null && RESCRAPE_PERIOD_MS[record.frequency] === null) this.remove(record.id);
     else this.save(record, now);
   }
@@ -95,41 +110,82 @@ export class WebSources {
 
   private async accept(record: WebSourceRecord, kb: KnowledgeBaseRow, pages: StoredPage[]): Promise<void> {
     if (record.returnType === "CONTENT") {
-      const next = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM web_source_pages WHERE source_id = ?", record.id).one().n;
-      for (const [i, page] of pages.entries()) this.sql.exec("INSERT OR REPLACE INTO web_source_pages (source_id, position, page) VALUES (?, ?, ?)", record.id, next + i, JSON.stringify(page));
+      const next = this.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM web_source_pages WHERE source_id = ?", record.id)
+        .one().n;
+      for (const [i, page] of pages.entries())
+        this.sql.exec(
+          "INSERT OR REPLACE INTO web_source_pages (source_id, position, page) VALUES (?, ?, ?)",
+          record.id,
+          next + i,
+          JSON.stringify(page),
+        );
       return;
     }
     for (const page of pages) {
       const old = record.documents[page.url];
-      const id = await indexOne(this.env, this.auth(record), kb, pagesToDocuments([page], "CHUNKS")[0], record.settings, { target: this.index, replaces: old ? [old] : [] });
+      const id = await indexOne(
+        this.env,
+        this.auth(record),
+        kb,
+        pagesToDocuments([page], "CHUNKS")[0],
+        record.settings,
+        { target: this.index, replaces: old ? [old] : [] },
+      );
       record.crawlDocuments[page.url] = id;
     }
   }
 
   private contentChars(sourceId: string): number {
-    return this.sql.exec<{ n: number | null }>("SELECT sum(length(page)) AS n FROM web_source_pages WHERE source_id = ?", sourceId).one().n ?? 0;
+    return (
+      this.sql
+        .exec<{ n: number | null }>("SELECT sum(length(page)) AS n FROM web_source_pages WHERE source_id = ?", sourceId)
+        .one().n ?? 0
+    );
   }
 
   private async finish(record: WebSourceRecord, kb: KnowledgeBaseRow): Promise<void> {
     if (record.returnType === "CONTENT") {
-      const pages = this.sql.exec<{ page: string }>("SELECT page FROM web_source_pages WHERE source_id = ? ORDER BY position", record.id).toArray().map((r) => JSON.parse(r.page) as StoredPage);
+      const pages = this.sql
+        .exec<{ page: string }>("SELECT page FROM web_source_pages WHERE source_id = ? ORDER BY position", record.id)
+        .toArray()
+        .map((r) => JSON.parse(r.page) as StoredPage);
       this.sql.exec("DELETE FROM web_source_pages WHERE source_id = ?", record.id);
       const doc = pagesToDocuments(pages, "CONTENT")[0];
-      const placeholder = record.contentDocument ? (await database(this.env).select({ id: kbDocuments.id }).from(kbDocuments).where(eq(kbDocuments.id, record.contentDocument)).limit(1))[0] : undefined;
+      const placeholder = record.contentDocument
+        ? (
+            await database(this.env)
+              .select({ id: kbDocuments.id })
+              .from(kbDocuments)
+              .where(eq(kbDocuments.id, record.contentDocument))
+              .limit(1)
+          )[0]
+        : undefined;
       if (record.contentDocument && !placeholder) {
         // Its document was deleted during the crawl: nothing to fill, and no chunks without a document.
         record.crawlDocuments = {};
       } else if (record.contentDocument) {
-        await database(this.env).update(kbDocuments).set({ size: doc.size, updatedAt: new Date().toISOString() }).where(eq(kbDocuments.id, record.contentDocument));
+        await database(this.env)
+          .update(kbDocuments)
+          .set({ size: doc.size, updatedAt: new Date().toISOString() })
+          .where(eq(kbDocuments.id, record.contentDocument));
         await ingestDocument(this.env, kb, record.contentDocument, doc, record.settings, { target: this.index });
         record.crawlDocuments = { [record.url]: record.contentDocument };
       } else {
         const old = Object.values(record.documents);
-        record.crawlDocuments = { [record.url]: await indexOne(this.env, this.auth(record), kb, doc, record.settings, { target: this.index, replaces: old }) };
+        record.crawlDocuments = {
+          [record.url]: await indexOne(this.env, this.auth(record), kb, doc, record.settings, {
+            target: this.index,
+            replaces: old,
+          }),
+        };
       }
     }
     const kept = new Set(Object.values(record.crawlDocuments));
-    await this.removeDocuments(kb.id, Object.values(record.documents).filter((id) => !kept.has(id)));
+    await this.removeDocuments(
+      kb.id,
+      Object.values(record.documents).filter((id) => !kept.has(id)),
+    );
     record.documents = record.crawlDocuments;
     record.crawlDocuments = {};
     record.crawl = null;
@@ -140,7 +196,10 @@ export class WebSources {
   private async removeDocuments(kbId: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const db = database(this.env);
-    const rows = await db.select().from(kbDocuments).where(and(eq(kbDocuments.kbId, kbId), inArray(kbDocuments.id, ids)));
+    const rows = await db
+      .select()
+      .from(kbDocuments)
+      .where(and(eq(kbDocuments.kbId, kbId), inArray(kbDocuments.id, ids)));
     const { chunks } = await this.index.deleteDocuments(ids);
     const vectorize = vectorIndexFor(this.env, kbId);
     if (vectorize && chunks.length) await vectorize.deleteByIds(chunks);
@@ -152,7 +211,13 @@ export class WebSources {
   private save(record: WebSourceRecord, now: number): void {
     const period = RESCRAPE_PERIOD_MS[record.frequency];
     const nextAt = record.crawl || period === null ? null : now + period;
-    this.sql.exec("INSERT OR REPLACE INTO web_sources (id, record, crawling, next_at) VALUES (?, ?, ?, ?)", record.id, JSON.stringify(record), record.crawl ? 1 : 0, nextAt);
+    this.sql.exec(
+      "INSERT OR REPLACE INTO web_sources (id, record, crawling, next_at) VALUES (?, ?, ?, ?)",
+      record.id,
+      JSON.stringify(record),
+      record.crawl ? 1 : 0,
+      nextAt,
+    );
   }
 
   private remove(id: string): void {

@@ -13,12 +13,23 @@ import type { NodeType, PipelineEdge, PipelineNode } from "./pipelines.schemas";
 type Json = Record<string, unknown>;
 
 /** Loom's input types under the SDK's io type names (`fromEditorFormat` reads these back). */
-const EDITOR_INPUT_TYPES: Record<string, string> = { text: "string", number: "float", boolean: "bool", json: "any", file: "file" };
+const EDITOR_INPUT_TYPES: Record<string, string> = {
+  text: "string",
+  number: "float",
+  boolean: "bool",
+  json: "any",
+  file: "file",
+};
 
 /** Loom's output names the editor spells differently (the inverse of the editor-format maps). */
-function editorOutput(type: string | undefined, output: string | undefined, inputType: string | undefined): string | undefined {
+function editorOutput(
+  type: string | undefined,
+  output: string | undefined,
+  inputType: string | undefined,
+): string | undefined {
   if (type === "input") return inputType === "file" ? "file" : "text";
-  if (type === "knowledge_base") return output === "results" ? "chunks" : output === "response" ? "response" : "formatted_text";
+  if (type === "knowledge_base")
+    return output === "results" ? "chunks" : output === "response" ? "response" : "formatted_text";
   if (output) return output;
   const main = type ? NODE_OUTPUTS[type as NodeType]?.[0] : undefined;
   return main ?? undefined;
@@ -42,7 +53,8 @@ function rewriteRefs(value: unknown, facts: Map<string, NodeFacts>): unknown {
     });
   }
   if (Array.isArray(value)) return value.map((item) => rewriteRefs(item, facts));
-  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rewriteRefs(v, facts)]));
+  if (typeof value === "object" && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rewriteRefs(v, facts)]));
   return value;
 }
 
@@ -58,10 +70,18 @@ function editorParts(node: PipelineNode): { inputs: Json; outputs: string[]; nam
       const inputs: Json = { input_type: inputType };
       if (config.description !== undefined) inputs.description = config.description;
       if (config.default !== undefined) inputs.default_value = config.default;
-      return { inputs, outputs: inputType === "file" ? ["processed_text", "file"] : ["text"], name: str(config.name) ?? node.id };
+      return {
+        inputs,
+        outputs: inputType === "file" ? ["processed_text", "file"] : ["text"],
+        name: str(config.name) ?? node.id,
+      };
     }
     case "output":
-      return { inputs: { output_type: "string", value: config.value ?? "" }, outputs: [], name: str(config.name) ?? node.id };
+      return {
+        inputs: { output_type: "string", value: config.value ?? "" },
+        outputs: [],
+        name: str(config.name) ?? node.id,
+      };
     case "llm": {
       const inputs: Json = { ...rest };
       // `<connection>/<model>` is the editor's provider and model; `fromEditorFormat` joins them again.
@@ -72,7 +92,11 @@ function editorParts(node: PipelineNode): { inputs: Json; outputs: string[]; nam
     }
     case "knowledge_base": {
       const { knowledge_base_id, ...others } = rest;
-      return { inputs: { knowledge_base: { object_id: knowledge_base_id }, ...others }, outputs: ["formatted_text", "chunks"], name: node.id };
+      return {
+        inputs: { knowledge_base: { object_id: knowledge_base_id }, ...others },
+        outputs: ["formatted_text", "chunks"],
+        name: node.id,
+      };
     }
     case "transformation":
     case "pipeline": {
@@ -87,7 +111,12 @@ function editorParts(node: PipelineNode): { inputs: Json; outputs: string[]; nam
 }
 
 /** Edges no reference accounts for (ordering only) become the SDK's `dependencies` input. */
-function dependenciesOf(node: PipelineNode, edges: PipelineEdge[], facts: Map<string, NodeFacts>, referenced: Set<string>): string[] {
+function dependenciesOf(
+  node: PipelineNode,
+  edges: PipelineEdge[],
+  facts: Map<string, NodeFacts>,
+  referenced: Set<string>,
+): string[] {
   const out: string[] = [];
   for (const edge of edges) {
     if (edge.target !== node.id || referenced.has(edge.source)) continue;
@@ -107,16 +136,36 @@ function referencedNodes(value: unknown): Set<string> {
 
 /** Loom's `{id, type, config}` nodes and edges as the editor's document. */
 export function toEditorFormat(nodes: PipelineNode[], edges: PipelineEdge[]): EditorDocument {
-  const facts = new Map<string, NodeFacts>(nodes.map((n) => [n.id, { type: n.type, inputType: str((n.config as Json).type) }]));
-  const doc: EditorDocument = { nodes: {}, canvas_metadata: { nodes: {}, edges: edges.map((e) => ({ source: e.source, target: e.target })) }, inputs: {}, outputs: {} };
+  const facts = new Map<string, NodeFacts>(
+    nodes.map((n) => [n.id, { type: n.type, inputType: str((n.config as Json).type) }]),
+  );
+  const doc: EditorDocument = {
+    nodes: {},
+    canvas_metadata: { nodes: {}, edges: edges.map((e) => ({ source: e.source, target: e.target })) },
+    inputs: {},
+    outputs: {},
+  };
   for (const node of nodes) {
     const parts = editorParts(node);
     const inputs = rewriteRefs(parts.inputs, facts) as Json;
     inputs.dependencies = dependenciesOf(node, edges, facts, referencedNodes(parts.inputs));
-    const editorNode: EditorNode = { id: node.id, name: parts.name, type: node.type, inputs, outputs: parts.outputs, task_name: null, execution_mode: "normal" };
+    const editorNode: EditorNode = {
+      id: node.id,
+      name: parts.name,
+      type: node.type,
+      inputs,
+      outputs: parts.outputs,
+      task_name: null,
+      execution_mode: "normal",
+    };
     doc.nodes[node.id] = editorNode;
-    if (node.type === "input") doc.inputs[parts.name] = { io_type: inputs.input_type, description: str((node.config as Json).description) ?? "" };
-    if (node.type === "output") doc.outputs[parts.name] = { io_type: "string", description: str((node.config as Json).description) ?? "" };
+    if (node.type === "input")
+      doc.inputs[parts.name] = {
+        io_type: inputs.input_type,
+        description: str((node.config as Json).description) ?? "",
+      };
+    if (node.type === "output")
+      doc.outputs[parts.name] = { io_type: "string", description: str((node.config as Json).description) ?? "" };
   }
   return doc;
 }

@@ -29,7 +29,10 @@ export function resolverFor(ctx: Pick<NodeContext, "states">): RefResolver {
 }
 
 /** Values on the node's active incoming edges, in edge order. */
-function incomingValues(node: NodeSpec, ctx: Pick<NodeContext, "graph" | "states">): { edgeInput?: string; value: unknown }[] {
+function incomingValues(
+  node: NodeSpec,
+  ctx: Pick<NodeContext, "graph" | "states">,
+): { edgeInput?: string; value: unknown }[] {
   const values: { edgeInput?: string; value: unknown }[] = [];
   for (const edge of ctx.graph.edges) {
     if (edge.target !== node.id) continue;
@@ -41,7 +44,10 @@ function incomingValues(node: NodeSpec, ctx: Pick<NodeContext, "graph" | "states
 }
 
 /** Inputs for a transformation or sub-pipeline: edges that name a target input, then the config's templates. */
-function namedInputs(node: NodeSpec & { config: { inputs: Record<string, unknown> } }, ctx: NodeContext): Record<string, unknown> {
+function namedInputs(
+  node: NodeSpec & { config: { inputs: Record<string, unknown> } },
+  ctx: NodeContext,
+): Record<string, unknown> {
   const resolve = resolverFor(ctx);
   const inputs: Record<string, unknown> = {};
   for (const { edgeInput, value } of incomingValues(node, ctx)) if (edgeInput) inputs[edgeInput] = value;
@@ -58,7 +64,8 @@ function isEmpty(value: unknown): boolean {
 
 function asNumber(value: unknown, nodeId: string, side: string): number {
   const n = typeof value === "number" ? value : Number(stringifyValue(value).trim());
-  if (stringifyValue(value).trim() === "" || !Number.isFinite(n)) throw new NodeFailure(`node ${nodeId}: the ${side} value "${stringifyValue(value).slice(0, 100)}" is not a number`);
+  if (stringifyValue(value).trim() === "" || !Number.isFinite(n))
+    throw new NodeFailure(`node ${nodeId}: the ${side} value "${stringifyValue(value).slice(0, 100)}" is not a number`);
   return n;
 }
 
@@ -67,7 +74,9 @@ export function compareValues(nodeId: string, operator: string, left: unknown, r
   const r = stringifyValue(right);
   switch (operator) {
     case "equals":
-      return typeof left === "number" || typeof right === "number" ? asNumber(left, nodeId, "left") === asNumber(right, nodeId, "right") : l === r;
+      return typeof left === "number" || typeof right === "number"
+        ? asNumber(left, nodeId, "left") === asNumber(right, nodeId, "right")
+        : l === r;
     case "not_equals":
       return !compareValues(nodeId, "equals", left, right);
     case "contains":
@@ -134,11 +143,22 @@ export async function executeNode(node: NodeSpec, ctx: NodeContext): Promise<Rec
     }
     case "knowledge_base": {
       const query = renderTemplate(node.config.query, resolve);
-      const result = await ctx.services.queryKnowledgeBase(ctx.auth, node.config.knowledge_base_id, query, { search_metadata: node.config.search_metadata, config: node.config.config }, ctx.signal);
+      const result = await ctx.services.queryKnowledgeBase(
+        ctx.auth,
+        node.config.knowledge_base_id,
+        query,
+        { search_metadata: node.config.search_metadata, config: node.config.config },
+        ctx.signal,
+      );
       return { text: result.text, results: result.results, response: result.response ?? null };
     }
     case "transformation":
-      return ctx.services.runTransformation(ctx.auth, node.config.transformation_id, namedInputs(node, ctx), ctx.signal);
+      return ctx.services.runTransformation(
+        ctx.auth,
+        node.config.transformation_id,
+        namedInputs(node, ctx),
+        ctx.signal,
+      );
     case "condition": {
       const left = renderValue(node.config.left, resolve);
       const right = renderValue(node.config.right, resolve);
@@ -159,7 +179,10 @@ export async function executeNode(node: NodeSpec, ctx: NodeContext): Promise<Rec
         depth: ctx.depth + 1,
         signal: ctx.signal,
       });
-      if (result.status !== "completed") throw new NodeFailure(`sub-pipeline run ${ctx.childRunId} ${result.status === "failed" ? `failed: ${result.error ?? "unknown error"}` : `ended ${result.status}`}`);
+      if (result.status !== "completed")
+        throw new NodeFailure(
+          `sub-pipeline run ${ctx.childRunId} ${result.status === "failed" ? `failed: ${result.error ?? "unknown error"}` : `ended ${result.status}`}`,
+        );
       return result.outputs;
     }
   }

@@ -23,7 +23,8 @@ function describeIssue(error: z.ZodError): string {
 }
 
 function parseNode(node: PipelineNode): NodeSpec {
-  if (!isNodeType(node.type)) throw badRequest(`node ${node.id}: unknown node type "${node.type}" (known types: ${NODE_TYPES.join(", ")})`);
+  if (!isNodeType(node.type))
+    throw badRequest(`node ${node.id}: unknown node type "${node.type}" (known types: ${NODE_TYPES.join(", ")})`);
   const parsed = NODE_CONFIGS[node.type].safeParse(node.config ?? {});
   if (!parsed.success) throw badRequest(`node ${node.id} (${node.type}): ${describeIssue(parsed.error)}`);
   return { id: node.id, type: node.type, config: parsed.data } as NodeSpec;
@@ -125,7 +126,8 @@ export function validateGraph(rawNodes: PipelineNode[], edges: PipelineEdge[]): 
     for (const node of nodes) {
       if (node.type !== kind) continue;
       const other = names.get(node.config.name);
-      if (other) throw badRequest(`node ${node.id}: ${kind} name "${node.config.name}" is already used by node ${other}`);
+      if (other)
+        throw badRequest(`node ${node.id}: ${kind} name "${node.config.name}" is already used by node ${other}`);
       names.set(node.config.name, node.id);
     }
   }
@@ -136,12 +138,15 @@ export function validateGraph(rawNodes: PipelineNode[], edges: PipelineEdge[]): 
     const target = byId.get(edge.target);
     if (!source) throw badRequest(`node ${edge.target}: an edge comes from node ${edge.source}, which does not exist`);
     if (!target) throw badRequest(`node ${edge.source}: an edge goes to node ${edge.target}, which does not exist`);
-    if (edge.source === edge.target) throw badRequest(`node ${edge.source}: an edge connects the node to itself (a cycle)`);
+    if (edge.source === edge.target)
+      throw badRequest(`node ${edge.source}: an edge connects the node to itself (a cycle)`);
     if (target.type === "input") throw badRequest(`node ${target.id}: input nodes cannot have incoming edges`);
     if (edge.source_output !== undefined) {
       if (source.type === "condition") {
         if (edge.source_output !== "true" && edge.source_output !== "false")
-          throw badRequest(`node ${source.id}: a condition's edges leave from "true" or "false", not "${edge.source_output}"`);
+          throw badRequest(
+            `node ${source.id}: a condition's edges leave from "true" or "false", not "${edge.source_output}"`,
+          );
       } else {
         const known = NODE_OUTPUTS[source.type];
         if (known && !known.includes(edge.source_output))
@@ -160,14 +165,24 @@ export function validateGraph(rawNodes: PipelineNode[], edges: PipelineEdge[]): 
   for (const node of nodes) {
     for (const { where, text } of nodeTemplates(node)) {
       for (const ref of templateRefs(text)) {
-        if (!ref.node) throw badRequest(`node ${node.id}: config.${where}: "${ref.raw}" is not a valid reference (use {{node_id}} or {{node_id.output}})`);
+        if (!ref.node)
+          throw badRequest(
+            `node ${node.id}: config.${where}: "${ref.raw}" is not a valid reference (use {{node_id}} or {{node_id.output}})`,
+          );
         const target = byId.get(ref.node);
-        if (!target) throw badRequest(`node ${node.id}: config.${where}: ${ref.raw} points to node ${ref.node}, which does not exist`);
+        if (!target)
+          throw badRequest(
+            `node ${node.id}: config.${where}: ${ref.raw} points to node ${ref.node}, which does not exist`,
+          );
         if (!ancestors.get(node.id)?.has(ref.node))
-          throw badRequest(`node ${node.id}: config.${where}: ${ref.raw} points to node ${ref.node}, which is not upstream of it (connect them with edges)`);
+          throw badRequest(
+            `node ${node.id}: config.${where}: ${ref.raw} points to node ${ref.node}, which is not upstream of it (connect them with edges)`,
+          );
         const known = NODE_OUTPUTS[target.type];
         if (ref.output && known && !known.includes(ref.output))
-          throw badRequest(`node ${node.id}: config.${where}: ${ref.raw} points to output "${ref.output}" that node ${ref.node} does not have (outputs: ${known.join(", ")})`);
+          throw badRequest(
+            `node ${node.id}: config.${where}: ${ref.raw} points to output "${ref.output}" that node ${ref.node} does not have (outputs: ${known.join(", ")})`,
+          );
       }
     }
     if (node.type === "output" && node.config.value === undefined && (parents.get(node.id)?.length ?? 0) !== 1)

@@ -5,7 +5,10 @@ import { MAX_TEMPLATE_CHARS, type NodeType } from "./pipelines.schemas";
 /** The configuration each node type takes. Unknown keys are rejected so typos do not pass silently. */
 const Template = zString(0, MAX_TEMPLATE_CHARS);
 const Timeout = { timeout_seconds: zInt(1, 900).optional() };
-const TemplateMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, "names are letters, digits, '_' or '-'"), z.unknown());
+const TemplateMap = z.record(
+  z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, "names are letters, digits, '_' or '-'"),
+  z.unknown(),
+);
 
 export const INPUT_TYPES = ["text", "number", "boolean", "json", "file"] as const;
 export const CONDITION_OPERATORS = [
@@ -26,8 +29,20 @@ export const CONDITION_OPERATORS = [
 const IoName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, "must be 1-64 letters, digits, '_' or '-'");
 
 export const NODE_CONFIGS = {
-  input: z.strictObject({ name: IoName, type: z.enum(INPUT_TYPES).optional().default("text"), required: zBool().optional().default(true), default: z.unknown().optional(), description: zString(0, 1000).optional(), ...Timeout }),
-  output: z.strictObject({ name: IoName, value: Template.optional(), description: zString(0, 1000).optional(), ...Timeout }),
+  input: z.strictObject({
+    name: IoName,
+    type: z.enum(INPUT_TYPES).optional().default("text"),
+    required: zBool().optional().default(true),
+    default: z.unknown().optional(),
+    description: zString(0, 1000).optional(),
+    ...Timeout,
+  }),
+  output: z.strictObject({
+    name: IoName,
+    value: Template.optional(),
+    description: zString(0, 1000).optional(),
+    ...Timeout,
+  }),
   text: z.strictObject({ text: Template, ...Timeout }),
   llm: z.strictObject({
     prompt: Template,
@@ -46,10 +61,19 @@ export const NODE_CONFIGS = {
     ...Timeout,
   }),
   transformation: z.strictObject({ transformation_id: zId(), inputs: TemplateMap.optional().default({}), ...Timeout }),
-  condition: z.strictObject({ left: Template, operator: z.enum(CONDITION_OPERATORS), right: Template.optional().default(""), ...Timeout }),
+  condition: z.strictObject({
+    left: Template,
+    operator: z.enum(CONDITION_OPERATORS),
+    right: Template.optional().default(""),
+    ...Timeout,
+  }),
   merge: z.strictObject({ strategy: z.enum(["first", "all"]).optional().default("first"), ...Timeout }),
   // approvers: user ids (of the pipeline's organization) who may approve, besides the pipeline's owner and admins.
-  approval: z.strictObject({ message: zString(0, 2000).optional(), approvers: z.array(zId()).max(50).optional(), ...Timeout }),
+  approval: z.strictObject({
+    message: zString(0, 2000).optional(),
+    approvers: z.array(zId()).max(50).optional(),
+    ...Timeout,
+  }),
   wait: z.strictObject({ seconds: zNumber(0, 7 * 24 * 3600), ...Timeout }),
   pipeline: z.strictObject({ pipeline_id: zId(), inputs: TemplateMap.optional().default({}), ...Timeout }),
 } satisfies Record<NodeType, z.ZodType>;
@@ -78,4 +102,9 @@ export const NODE_OUTPUTS: Record<NodeType, readonly string[] | null> = {
 };
 
 /** Nodes whose execution reaches outside the run (a model, a sandbox, another run). */
-export const EXTERNAL_NODE_TYPES: ReadonlySet<NodeType> = new Set(["llm", "knowledge_base", "transformation", "pipeline"]);
+export const EXTERNAL_NODE_TYPES: ReadonlySet<NodeType> = new Set([
+  "llm",
+  "knowledge_base",
+  "transformation",
+  "pipeline",
+]);

@@ -45,7 +45,11 @@ export function toRecord(row: PipelineRow): PipelineRecord {
     ...ownedRecordFields(row),
     nodes: JSON.parse(row.nodes) as PipelineNode[],
     edges: JSON.parse(row.edges) as PipelineEdge[],
-    settings: { max_steps: DEFAULT_MAX_STEPS, node_timeout_seconds: DEFAULT_NODE_TIMEOUT_SECONDS, ...(JSON.parse(row.settings) as Partial<PipelineSettings>) },
+    settings: {
+      max_steps: DEFAULT_MAX_STEPS,
+      node_timeout_seconds: DEFAULT_NODE_TIMEOUT_SECONDS,
+      ...(JSON.parse(row.settings) as Partial<PipelineSettings>),
+    },
     version: row.version,
     branchId: row.branchId ?? row.id,
     editor: row.editor ? (JSON.parse(row.editor) as EditorDocument) : null,
@@ -71,9 +75,12 @@ function graphOf(record: PipelineRecord): PipelineGraph {
 }
 
 /** A pipeline the caller may see (404 otherwise), with its validated graph. */
-export async function loadPipeline(env: Env, auth: AuthContext, id: string): Promise<PipelineRecord & { graph: PipelineGraph }> {
+export async function loadPipeline(
+  env: Env,
+  auth: AuthContext,
+  id: string,
+): Promise<PipelineRecord & { graph: PipelineGraph }> {
   const rows = await database(env).select().from(pipelines).where(eq(pipelines.id, id)).limit(1);
   const record = toRecord(assertVisible(rows[0], auth, "pipeline"));
   return { ...record, graph: graphOf(record) };
 }
-

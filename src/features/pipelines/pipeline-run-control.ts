@@ -31,7 +31,13 @@ async function visibleRun(env: Env, auth: AuthContext, pipelineId: string, runId
 }
 
 /** A run the caller may pause or terminate: visible (404), and theirs, their pipeline's or an admin's (403). */
-async function controllableRun(env: Env, auth: AuthContext, pipelineId: string, runId: string, action: "pause" | "terminate") {
+async function controllableRun(
+  env: Env,
+  auth: AuthContext,
+  pipelineId: string,
+  runId: string,
+  action: "pause" | "terminate",
+) {
   assertCanRun(auth);
   const pipeline = await loadPipeline(env, auth, pipelineId);
   const run = await indexedRun(env, auth, pipeline, runId);
@@ -39,7 +45,14 @@ async function controllableRun(env: Env, auth: AuthContext, pipelineId: string, 
   return run;
 }
 
-const PUBLIC_STATUS: Record<RunStatus, string> = { queued: "in_progress", running: "in_progress", paused: "paused", completed: "completed", failed: "failed", terminated: "terminated" };
+const PUBLIC_STATUS: Record<RunStatus, string> = {
+  queued: "in_progress",
+  running: "in_progress",
+  paused: "paused",
+  completed: "completed",
+  failed: "failed",
+  terminated: "terminated",
+};
 
 /** The hosted platform's status shape, with each node's state, output, timing and error. */
 export async function getRunStatus(env: Env, auth: AuthContext, pipelineId: string, runId: string) {
@@ -77,21 +90,40 @@ export async function listRuns(env: Env, auth: AuthContext, pipelineId: string, 
   ]);
   return {
     status: "success" as const,
-    runs: rows.map((r) => ({ run_id: r.id, status: PUBLIC_STATUS[r.status], state: r.status, error: r.error, started_by: r.startedBy, created_at: r.createdAt, updated_at: r.updatedAt, finished_at: r.finishedAt })),
+    runs: rows.map((r) => ({
+      run_id: r.id,
+      status: PUBLIC_STATUS[r.status],
+      state: r.status,
+      error: r.error,
+      started_by: r.startedBy,
+      created_at: r.createdAt,
+      updated_at: r.updatedAt,
+      finished_at: r.finishedAt,
+    })),
     page,
     page_size: pageSize,
     total: totals[0]?.n ?? 0,
   };
 }
 
-export async function pauseRun(env: Env, auth: AuthContext, pipelineId: string, runId: string): Promise<{ status: "success" }> {
+export async function pauseRun(
+  env: Env,
+  auth: AuthContext,
+  pipelineId: string,
+  runId: string,
+): Promise<{ status: "success" }> {
   await controllableRun(env, auth, pipelineId, runId, "pause");
   const result = await runStub(env, runId).pause();
   if (!result.ok) throw conflict(result.error);
   return { status: "success" };
 }
 
-export async function terminateRun(env: Env, auth: AuthContext, pipelineId: string, runId: string): Promise<{ status: "success" }> {
+export async function terminateRun(
+  env: Env,
+  auth: AuthContext,
+  pipelineId: string,
+  runId: string,
+): Promise<{ status: "success" }> {
   await controllableRun(env, auth, pipelineId, runId, "terminate");
   const result = await runStub(env, runId).terminate();
   if (!result.ok) throw conflict(result.error);
@@ -105,7 +137,12 @@ export async function terminateRun(env: Env, auth: AuthContext, pipelineId: stri
  * all of them or none (429). A run that changes state between the check and its resume is
  * reported with the runs already resumed.
  */
-export async function resumeRuns(env: Env, auth: AuthContext, pipelineId: string, runIds: string[]): Promise<{ status: "success" }> {
+export async function resumeRuns(
+  env: Env,
+  auth: AuthContext,
+  pipelineId: string,
+  runIds: string[],
+): Promise<{ status: "success" }> {
   assertCanRun(auth);
   const unique = [...new Set(runIds)];
   const pipeline = await loadPipeline(env, auth, pipelineId);
@@ -117,9 +154,14 @@ export async function resumeRuns(env: Env, auth: AuthContext, pipelineId: string
     return view.nodes.filter((n) => n.status === "awaiting_approval").map((n) => n.id);
   });
   // Resuming a run stopped at approval nodes approves them: that needs the approval permission.
-  rows.forEach((row, i) => (waiting[i].length > 0 ? assertCanApprove(auth, pipeline, row.id, waiting[i]) : assertCanControlRun(auth, pipeline, row, "resume")));
+  rows.forEach((row, i) =>
+    waiting[i].length > 0
+      ? assertCanApprove(auth, pipeline, row.id, waiting[i])
+      : assertCanControlRun(auth, pipeline, row, "resume"),
+  );
   views.forEach((view) => {
-    if (view && view.status !== "paused") throw conflict(`run ${view.run_id} is ${view.status} and is not paused; no run was resumed`);
+    if (view && view.status !== "paused")
+      throw conflict(`run ${view.run_id} is ${view.status} and is not paused; no run was resumed`);
   });
   await claimResumedRuns(env, auth.orgId, unique);
   const resumed: string[] = [];
@@ -133,7 +175,9 @@ export async function resumeRuns(env: Env, auth: AuthContext, pipelineId: string
       });
     if (!result.ok) {
       await restoreIndex(env, unique.slice(i));
-      throw conflict(`${result.error}; ${resumed.length > 0 ? `runs ${resumed.join(", ")} were resumed` : "no run was resumed"}`);
+      throw conflict(
+        `${result.error}; ${resumed.length > 0 ? `runs ${resumed.join(", ")} were resumed` : "no run was resumed"}`,
+      );
     }
     resumed.push(runId);
   }

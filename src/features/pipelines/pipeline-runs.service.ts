@@ -49,7 +49,8 @@ export function coerceInputs(graph: PipelineGraph, inputs: Record<string, unknow
         break;
       case "number": {
         const n = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
-        if (typeof n !== "number" || !Number.isFinite(n)) throw badRequest(`${field}: must be a number (input node ${node.id})`);
+        if (typeof n !== "number" || !Number.isFinite(n))
+          throw badRequest(`${field}: must be a number (input node ${node.id})`);
         value = n;
         break;
       }
@@ -58,8 +59,12 @@ export function coerceInputs(graph: PipelineGraph, inputs: Record<string, unknow
         if (typeof value !== "boolean") throw badRequest(`${field}: must be true or false (input node ${node.id})`);
         break;
       case "file": {
-        const isFile = typeof value === "object" && value !== null && typeof (value as { raw_bytes?: unknown }).raw_bytes === "string";
-        if (!isFile && typeof value !== "string") throw badRequest(`${field}: must be a file ({type: "file", raw_bytes}) or text (input node ${node.id})`);
+        const isFile =
+          typeof value === "object" &&
+          value !== null &&
+          typeof (value as { raw_bytes?: unknown }).raw_bytes === "string";
+        if (!isFile && typeof value !== "string")
+          throw badRequest(`${field}: must be a file ({type: "file", raw_bytes}) or text (input node ${node.id})`);
         break;
       }
       case "json":
@@ -67,19 +72,28 @@ export function coerceInputs(graph: PipelineGraph, inputs: Record<string, unknow
     }
     out[name] = value;
   }
-  for (const key of Object.keys(inputs)) if (!known.has(key)) throw badRequest(`inputs.${key}: the pipeline has no input named "${key}"`);
+  for (const key of Object.keys(inputs))
+    if (!known.has(key)) throw badRequest(`inputs.${key}: the pipeline has no input named "${key}"`);
   return out;
 }
 
 function isFilePart(value: unknown): boolean {
-  return typeof value === "object" && value !== null && (value as { type?: unknown }).type === "file" && typeof (value as { raw_bytes?: unknown }).raw_bytes === "string";
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as { type?: unknown }).type === "file" &&
+    typeof (value as { raw_bytes?: unknown }).raw_bytes === "string"
+  );
 }
 
 /**
  * A run request's inputs with its top-level file parts (multipart, a part named after the file
  * input it fills, as the editor's SDK sends them). A name given both ways is ambiguous: a 400.
  */
-export function withFileParts(given: Record<string, unknown>, topLevel: Record<string, unknown>): Record<string, unknown> {
+export function withFileParts(
+  given: Record<string, unknown>,
+  topLevel: Record<string, unknown>,
+): Record<string, unknown> {
   const inputs = { ...given };
   for (const [name, value] of Object.entries(topLevel)) {
     if (!isFilePart(value)) continue;
@@ -87,7 +101,8 @@ export function withFileParts(given: Record<string, unknown>, topLevel: Record<s
     inputs[name] = value;
   }
   // Parts are not bounded by the `inputs` field's schema; together they must fit the same bound.
-  if (JSON.stringify(inputs).length > MAX_INPUT_BYTES) throw badRequest(`inputs: with the file parts, must serialize to at most ${MAX_INPUT_BYTES} bytes`);
+  if (JSON.stringify(inputs).length > MAX_INPUT_BYTES)
+    throw badRequest(`inputs: with the file parts, must serialize to at most ${MAX_INPUT_BYTES} bytes`);
   return inputs;
 }
 
@@ -104,7 +119,13 @@ type LoadedPipeline = Awaited<ReturnType<typeof loadPipeline>>;
  * Creates the run object of a run already admitted to the index (`run-admission.ts`). If the
  * object cannot be created, the index row is marked failed so it does not hold a slot forever.
  */
-async function startRun(env: Env, auth: AuthContext, pipeline: LoadedPipeline, inputs: Record<string, unknown>, options: StartOptions): Promise<RunView> {
+async function startRun(
+  env: Env,
+  auth: AuthContext,
+  pipeline: LoadedPipeline,
+  inputs: Record<string, unknown>,
+  options: StartOptions,
+): Promise<RunView> {
   const runId = options.runId;
   const init: RunInit = {
     runId,
@@ -129,7 +150,8 @@ async function startRun(env: Env, auth: AuthContext, pipeline: LoadedPipeline, i
 /** The answer of a run request: outputs when it completed, else the run id and its state. */
 export function runAnswer(view: RunView) {
   if (view.status === "completed") return { status: "success" as const, run_id: view.run_id, outputs: view.outputs };
-  if (view.status === "failed" || view.status === "terminated") return { status: "failed" as const, run_id: view.run_id, state: view.status, error: view.error };
+  if (view.status === "failed" || view.status === "terminated")
+    return { status: "failed" as const, run_id: view.run_id, state: view.status, error: view.error };
   return { status: "success" as const, run_id: view.run_id, state: view.status, outputs: view.outputs };
 }
 
@@ -142,13 +164,23 @@ export interface StartRunOptions {
 }
 
 /** Starts one run of a pipeline the caller may see; waits for it unless it is a background run. */
-export async function startPipelineRun(env: Env, auth: AuthContext, pipelineId: string, rawInputs: Record<string, unknown>, options: StartRunOptions = {}): Promise<RunView> {
+export async function startPipelineRun(
+  env: Env,
+  auth: AuthContext,
+  pipelineId: string,
+  rawInputs: Record<string, unknown>,
+  options: StartRunOptions = {},
+): Promise<RunView> {
   assertCanRun(auth);
   const pipeline = await loadPipeline(env, auth, pipelineId);
   const inputs = coerceInputs(pipeline.graph, rawInputs);
   const runId = newId();
   await admitRootRuns(env, auth, pipeline._id, [runId]);
-  const view = await startRun(env, auth, pipeline, inputs, { background: options.background ?? false, runId, startDelayMs: options.startDelayMs });
+  const view = await startRun(env, auth, pipeline, inputs, {
+    background: options.background ?? false,
+    runId,
+    startDelayMs: options.startDelayMs,
+  });
   if (options.background) return view;
   return (await runStub(env, view.run_id).waitUntilSettled(options.waitMs ?? syncWaitMs(env))) ?? view;
 }
@@ -165,7 +197,13 @@ export interface PipelineRunOutcome {
  * features (chatbots). Throws AppError for bad input (400), an unknown pipeline (404) or the
  * concurrency limit (429); a run that fails answers `status: "failed"` with its error.
  */
-export async function runPipeline(env: Env, auth: AuthContext, pipelineId: string, inputs: Record<string, unknown>, options: { waitMs?: number } = {}): Promise<PipelineRunOutcome> {
+export async function runPipeline(
+  env: Env,
+  auth: AuthContext,
+  pipelineId: string,
+  inputs: Record<string, unknown>,
+  options: { waitMs?: number } = {},
+): Promise<PipelineRunOutcome> {
   const view = await startPipelineRun(env, auth, pipelineId, inputs, { waitMs: options.waitMs });
   return { run_id: view.run_id, status: view.status, outputs: view.outputs, error: view.error };
 }
@@ -202,7 +240,12 @@ export async function runPipelineForUser(env: Env, input: UserPipelineRun): Prom
   try {
     const view = (await stub.waitUntilSettled(input.waitMs ?? syncWaitMs(env))) ?? started;
     if (view.status === "completed") return view.outputs;
-    const how = view.status === "paused" ? "paused (it has an approval node)" : view.status === "failed" || view.status === "terminated" ? `${view.status}: ${view.error ?? "no error recorded"}` : "did not finish in time";
+    const how =
+      view.status === "paused"
+        ? "paused (it has an approval node)"
+        : view.status === "failed" || view.status === "terminated"
+          ? `${view.status}: ${view.error ?? "no error recorded"}`
+          : "did not finish in time";
     throw conflict(`pipeline run ${view.run_id} ${how}`);
   } finally {
     input.signal?.removeEventListener("abort", onAbort);
@@ -210,7 +253,12 @@ export async function runPipelineForUser(env: Env, input: UserPipelineRun): Prom
 }
 
 /** Starts several background runs; every run's inputs are checked before any starts. */
-export async function bulkRunPipeline(env: Env, auth: AuthContext, pipelineId: string, runs: { inputs: Record<string, unknown> }[]): Promise<{ status: "success"; run_ids: string[] }> {
+export async function bulkRunPipeline(
+  env: Env,
+  auth: AuthContext,
+  pipelineId: string,
+  runs: { inputs: Record<string, unknown> }[],
+): Promise<{ status: "success"; run_ids: string[] }> {
   assertCanRun(auth);
   const pipeline = await loadPipeline(env, auth, pipelineId);
   const checked = runs.map((run, i) => {
@@ -223,7 +271,9 @@ export async function bulkRunPipeline(env: Env, auth: AuthContext, pipelineId: s
   });
   const runIds = checked.map(() => newId());
   await admitRootRuns(env, auth, pipeline._id, runIds);
-  const views = await Promise.all(checked.map((inputs, i) => startRun(env, auth, pipeline, inputs, { background: true, runId: runIds[i] })));
+  const views = await Promise.all(
+    checked.map((inputs, i) => startRun(env, auth, pipeline, inputs, { background: true, runId: runIds[i] })),
+  );
   return { status: "success", run_ids: views.map((v) => v.run_id) };
 }
 
@@ -232,7 +282,13 @@ export async function bulkRunPipeline(env: Env, auth: AuthContext, pipelineId: s
  * The child is admitted like any run (the organization's concurrency limit) plus the run tree's
  * bounds (depth, runs per root); a refusal fails the node, and with it the parent run.
  */
-export async function runChildPipeline(env: Env, auth: AuthContext, pipelineId: string, rawInputs: Record<string, unknown>, request: SubPipelineRequest): Promise<SubPipelineResult> {
+export async function runChildPipeline(
+  env: Env,
+  auth: AuthContext,
+  pipelineId: string,
+  rawInputs: Record<string, unknown>,
+  request: SubPipelineRequest,
+): Promise<SubPipelineResult> {
   const pipeline = await loadPipeline(env, auth, pipelineId);
   const inputs = coerceInputs(pipeline.graph, rawInputs);
   if (request.signal.aborted) throw new NodeFailure("the node was cancelled");
@@ -248,7 +304,8 @@ export async function runChildPipeline(env: Env, auth: AuthContext, pipelineId: 
     for (;;) {
       const view = await stub.waitUntilSettled(30_000);
       if (!view) throw new NodeFailure(`sub-pipeline run ${request.runId} disappeared`);
-      if (SETTLED.has(view.status)) return { status: view.status === "queued" ? "running" : view.status, outputs: view.outputs, error: view.error };
+      if (SETTLED.has(view.status))
+        return { status: view.status === "queued" ? "running" : view.status, outputs: view.outputs, error: view.error };
       if (request.signal.aborted) return { status: "terminated", outputs: {}, error: "cancelled" };
     }
   } finally {
@@ -266,7 +323,11 @@ export type RunStreamEvent =
  * then, when the run completes, a `result` event per output with its final value. A run that
  * pauses ends the stream with a `paused` event; one that fails or is terminated, with `error`.
  */
-export async function* streamRun(env: Env, started: RunView, maxWaitMs = syncWaitMs(env)): AsyncGenerator<RunStreamEvent> {
+export async function* streamRun(
+  env: Env,
+  started: RunView,
+  maxWaitMs = syncWaitMs(env),
+): AsyncGenerator<RunStreamEvent> {
   const stub = runStub(env, started.run_id);
   const sent = new Set<string>();
   const deadline = Date.now() + maxWaitMs;
@@ -278,7 +339,8 @@ export async function* streamRun(env: Env, started: RunView, maxWaitMs = syncWai
       yield { type: "stream", run_id: view.run_id, output_name: name, output_value: value };
     }
     if (view.status === "completed") {
-      for (const [name, value] of Object.entries(view.outputs)) yield { type: "result", run_id: view.run_id, output_name: name, output_value: value };
+      for (const [name, value] of Object.entries(view.outputs))
+        yield { type: "result", run_id: view.run_id, output_name: name, output_value: value };
       return;
     }
     if (view.status === "paused") {

@@ -60,10 +60,26 @@ export interface SubPipelineResult {
 }
 
 export interface NodeServices {
-  queryKnowledgeBase(auth: AuthContext, knowledgeBaseId: string, query: string, options: KnowledgeBaseQueryOptions, signal: AbortSignal): Promise<KnowledgeBaseQueryResult>;
-  runTransformation(auth: AuthContext, transformationId: string, inputs: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
+  queryKnowledgeBase(
+    auth: AuthContext,
+    knowledgeBaseId: string,
+    query: string,
+    options: KnowledgeBaseQueryOptions,
+    signal: AbortSignal,
+  ): Promise<KnowledgeBaseQueryResult>;
+  runTransformation(
+    auth: AuthContext,
+    transformationId: string,
+    inputs: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>>;
   chat(auth: AuthContext, request: NodeChatRequest): Promise<{ text: string; model: string }>;
-  runPipeline(auth: AuthContext, pipelineId: string, inputs: Record<string, unknown>, request: SubPipelineRequest): Promise<SubPipelineResult>;
+  runPipeline(
+    auth: AuthContext,
+    pipelineId: string,
+    inputs: Record<string, unknown>,
+    request: SubPipelineRequest,
+  ): Promise<SubPipelineResult>;
   /** Create-time checks: `null` when the caller may use the record, else why not (one sentence). */
   checkKnowledgeBase(auth: AuthContext, knowledgeBaseId: string): Promise<string | null>;
   checkTransformation(auth: AuthContext, transformationId: string): Promise<string | null>;
@@ -104,8 +120,15 @@ function whenAborted(signal: AbortSignal): Promise<never> {
  * (the same defaults and bounds as `POST /v1/knowledge-base/{id}/query`). Answers the parsed
  * body, or the first problem as `field: message`.
  */
-export function parseKnowledgeBaseQuery(query: string, options: KnowledgeBaseQueryOptions): { ok: true; body: z.output<typeof QueryBody> } | { ok: false; problem: string } {
-  const parsed = QueryBody.safeParse({ queries: [query], search_metadata: options.search_metadata ?? {}, config: options.config ?? {} });
+export function parseKnowledgeBaseQuery(
+  query: string,
+  options: KnowledgeBaseQueryOptions,
+): { ok: true; body: z.output<typeof QueryBody> } | { ok: false; problem: string } {
+  const parsed = QueryBody.safeParse({
+    queries: [query],
+    search_metadata: options.search_metadata ?? {},
+    config: options.config ?? {},
+  });
   if (parsed.success) return { ok: true, body: parsed.data };
   const issue = parsed.error.issues[0];
   return { ok: false, problem: `${issue.path.map(String).join(".")}: ${issue.message}` };
@@ -131,15 +154,25 @@ export function productionNodeServices(env: Env): NodeServices {
       const parsed = parseKnowledgeBaseQuery(query, options);
       if (!parsed.ok) throw new NodeFailure(parsed.problem);
       // The same query the API runs, with its model-backed options (rerank, advanced QA ...).
-      return knowledgeBaseOutputs(await Promise.race([queryWithModelOptions(env, auth, knowledgeBaseId, parsed.body), whenAborted(signal)]));
+      return knowledgeBaseOutputs(
+        await Promise.race([queryWithModelOptions(env, auth, knowledgeBaseId, parsed.body), whenAborted(signal)]),
+      );
     },
     async runTransformation(auth, transformationId, inputs, signal) {
       return Promise.race([runTransformation(env, auth, transformationId, inputs), whenAborted(signal)]);
     },
     async chat(auth, request) {
       const name = await chatModelName(env, auth, request);
-      const model = await chatModelFor(env, auth, name, { allowExtractive: name === EXTRACTIVE_MODEL, purpose: "an llm node" });
-      const result = await model.complete({ messages: request.messages, temperature: request.temperature, maxTokens: request.maxTokens, signal: request.signal });
+      const model = await chatModelFor(env, auth, name, {
+        allowExtractive: name === EXTRACTIVE_MODEL,
+        purpose: "an llm node",
+      });
+      const result = await model.complete({
+        messages: request.messages,
+        temperature: request.temperature,
+        maxTokens: request.maxTokens,
+        signal: request.signal,
+      });
       return { text: result.text, model: result.model };
     },
     async runPipeline(auth, pipelineId, inputs, request) {
@@ -150,7 +183,8 @@ export function productionNodeServices(env: Env): NodeServices {
         await visibleKnowledgeBase(env, auth, knowledgeBaseId);
         return null;
       } catch (error) {
-        if (error instanceof AppError && error.code === "not_found") return `knowledge base ${knowledgeBaseId} does not exist or you cannot use it`;
+        if (error instanceof AppError && error.code === "not_found")
+          return `knowledge base ${knowledgeBaseId} does not exist or you cannot use it`;
         throw error;
       }
     },
@@ -159,7 +193,8 @@ export function productionNodeServices(env: Env): NodeServices {
         await getTransformation(env, auth, { id: transformationId });
         return null;
       } catch (error) {
-        if (error instanceof AppError && error.code === "not_found") return `transformation ${transformationId} does not exist or you cannot use it`;
+        if (error instanceof AppError && error.code === "not_found")
+          return `transformation ${transformationId} does not exist or you cannot use it`;
         throw error;
       }
     },

@@ -56,7 +56,9 @@ export function stringifyValue(value: unknown): string {
 
 /** Renders a template to text. */
 export function renderTemplate(text: string, resolve: RefResolver): string {
-  return text.replace(new RegExp(REF.source, "g"), (_whole, node: string, output: string | undefined) => stringifyValue(resolve(node, output)));
+  return text.replace(new RegExp(REF.source, "g"), (_whole, node: string, output: string | undefined) =>
+    stringifyValue(resolve(node, output)),
+  );
 }
 
 /**

@@ -11,7 +11,9 @@ export const PipelineRunAnswer = z
   ])
   .openapi("PipelineRunAnswer");
 
-export const PipelineBulkRun = z.object({ status: z.literal("success"), run_ids: z.array(z.string()) }).openapi("PipelineBulkRun");
+export const PipelineBulkRun = z
+  .object({ status: z.literal("success"), run_ids: z.array(z.string()) })
+  .openapi("PipelineBulkRun");
 
 export const PipelineRunStatus = z
   .object({
@@ -52,7 +54,12 @@ export const PipelineRunList = z
 
 /** A created pipeline: `{status, id}` in Loom's format; the editor format also answers its branch and version. */
 export const PipelineCreated = z
-  .object({ status: z.literal("success"), id: z.string(), branch_id: z.string().optional(), version: z.number().int().optional() })
+  .object({
+    status: z.literal("success"),
+    id: z.string(),
+    branch_id: z.string().optional(),
+    version: z.number().int().optional(),
+  })
   .openapi("PipelineCreated");
 
 /** A pipeline's new version (`POST /v1/update/pipeline/{id}`). */

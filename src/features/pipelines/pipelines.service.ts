@@ -5,7 +5,14 @@ import { connections, users } from "../../db/schema/identity";
 import { pipelines } from "../../db/schema/pipelines";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { assertCanCreate, assertVisible, assertWritable, listEnvelope, resolveFetchTarget, type FetchQueryInput } from "../../lib/ownership";
+import {
+  assertCanCreate,
+  assertVisible,
+  assertWritable,
+  listEnvelope,
+  resolveFetchTarget,
+  type FetchQueryInput,
+} from "../../lib/ownership";
 import { validateGraph, type PipelineGraph } from "./pipeline-graph";
 import { nodeServicesProvider, parseKnowledgeBaseQuery, type NodeServices } from "./pipeline-services";
 import { deleteRunIndex, terminateActiveRuns } from "./pipeline-run-control";
@@ -17,7 +24,13 @@ import type { PipelineEdge, PipelineNode } from "./pipelines.schemas";
 
 // The stored form and the lookup live apart (pipeline-records.ts) so the run modules can load a
 // pipeline without importing this service, which imports them back.
-export { DEFAULT_MAX_STEPS, DEFAULT_NODE_TIMEOUT_SECONDS, loadPipeline, type PipelineRecord, type PipelineSettings } from "./pipeline-records";
+export {
+  DEFAULT_MAX_STEPS,
+  DEFAULT_NODE_TIMEOUT_SECONDS,
+  loadPipeline,
+  type PipelineRecord,
+  type PipelineSettings,
+} from "./pipeline-records";
 import { toRecord, type PipelineRecord, type PipelineSettings } from "./pipeline-records";
 
 /**
@@ -29,9 +42,21 @@ import { toRecord, type PipelineRecord, type PipelineSettings } from "./pipeline
  */
 export function pipelineAnswer(record: PipelineRecord) {
   const { editor, branchId, ...rest } = record;
-  const common = { branch_id: branchId, mainBranch: branchId, format: editor ? ("editor" as const) : ("loom" as const) };
+  const common = {
+    branch_id: branchId,
+    mainBranch: branchId,
+    format: editor ? ("editor" as const) : ("loom" as const),
+  };
   const doc = editor ?? toEditorFormat(rest.nodes, rest.edges);
-  return { ...rest, ...common, nodes: doc.nodes, canvas_metadata: doc.canvas_metadata, inputs: doc.inputs, outputs: doc.outputs, graph: { nodes: rest.nodes, edges: rest.edges } };
+  return {
+    ...rest,
+    ...common,
+    nodes: doc.nodes,
+    canvas_metadata: doc.canvas_metadata,
+    inputs: doc.inputs,
+    outputs: doc.outputs,
+    graph: { nodes: rest.nodes, edges: rest.edges },
+  };
 }
 
 /** A definition in Loom's terms, whichever format it arrived in. */
@@ -53,15 +78,28 @@ function settingsOf(input: PipelineDefinition, base: Partial<PipelineSettings> =
 }
 
 /** Checks that every record a node names exists and that the caller may use it; messages name the node. */
-async function checkReferences(env: Env, auth: AuthContext, graph: PipelineGraph, services: NodeServices): Promise<void> {
+async function checkReferences(
+  env: Env,
+  auth: AuthContext,
+  graph: PipelineGraph,
+  services: NodeServices,
+): Promise<void> {
   const db = database(env);
   for (const node of graph.nodes) {
     if (node.type === "pipeline") {
-      const rows = await db.select({ orgId: pipelines.orgId }).from(pipelines).where(eq(pipelines.id, node.config.pipeline_id)).limit(1);
-      if (rows[0]?.orgId !== auth.orgId) throw badRequest(`node ${node.id}: pipeline ${node.config.pipeline_id} does not exist or you cannot use it`);
+      const rows = await db
+        .select({ orgId: pipelines.orgId })
+        .from(pipelines)
+        .where(eq(pipelines.id, node.config.pipeline_id))
+        .limit(1);
+      if (rows[0]?.orgId !== auth.orgId)
+        throw badRequest(`node ${node.id}: pipeline ${node.config.pipeline_id} does not exist or you cannot use it`);
     } else if (node.type === "knowledge_base") {
       // The query is a template; its options are checked now with a stand-in query text.
-      const options = parseKnowledgeBaseQuery("query", { search_metadata: node.config.search_metadata, config: node.config.config });
+      const options = parseKnowledgeBaseQuery("query", {
+        search_metadata: node.config.search_metadata,
+        config: node.config.config,
+      });
       if (!options.ok) throw badRequest(`node ${node.id} (knowledge_base): config.${options.problem}`);
       const why = await services.checkKnowledgeBase(auth, node.config.knowledge_base_id);
       if (why) throw badRequest(`node ${node.id}: ${why}`);
@@ -69,11 +107,21 @@ async function checkReferences(env: Env, auth: AuthContext, graph: PipelineGraph
       const why = await services.checkTransformation(auth, node.config.transformation_id);
       if (why) throw badRequest(`node ${node.id}: ${why}`);
     } else if (node.type === "llm" && node.config.connection_id) {
-      const rows = await db.select({ orgId: connections.orgId }).from(connections).where(eq(connections.id, node.config.connection_id)).limit(1);
-      if (rows[0]?.orgId !== auth.orgId) throw badRequest(`node ${node.id}: connection ${node.config.connection_id} does not exist or you cannot use it`);
+      const rows = await db
+        .select({ orgId: connections.orgId })
+        .from(connections)
+        .where(eq(connections.id, node.config.connection_id))
+        .limit(1);
+      if (rows[0]?.orgId !== auth.orgId)
+        throw badRequest(
+          `node ${node.id}: connection ${node.config.connection_id} does not exist or you cannot use it`,
+        );
     } else if (node.type === "approval" && node.config.approvers?.length) {
       const approvers = node.config.approvers;
-      const rows = await db.select({ id: users.id }).from(users).where(and(eq(users.orgId, auth.orgId), inArray(users.id, approvers)));
+      const rows = await db
+        .select({ id: users.id })
+        .from(users)
+        .where(and(eq(users.orgId, auth.orgId), inArray(users.id, approvers)));
       const known = new Set(rows.map((r) => r.id));
       const stranger = approvers.find((id) => !known.has(id));
       if (stranger) throw badRequest(`node ${node.id}: approver ${stranger} is not a user of your organization`);
@@ -97,7 +145,12 @@ async function assertNameFree(env: Env, orgId: string, ownerId: string, name: st
   if (taken[0]) throw conflict(`a pipeline named "${name}" already exists`);
 }
 
-export async function createPipeline(env: Env, auth: AuthContext, input: PipelineDefinition & { name: string }, services: NodeServices = nodeServicesProvider.create(env)): Promise<PipelineWriteAnswer> {
+export async function createPipeline(
+  env: Env,
+  auth: AuthContext,
+  input: PipelineDefinition & { name: string },
+  services: NodeServices = nodeServicesProvider.create(env),
+): Promise<PipelineWriteAnswer> {
   assertCanCreate(auth);
   const graph = validateGraph(input.nodes, input.edges);
   await checkReferences(env, auth, graph, services);
@@ -136,7 +189,13 @@ export async function createPipeline(env: Env, auth: AuthContext, input: Pipelin
  * as the next version. Runs already started are not touched: each run object holds the
  * definition it started with. Allowed to the owner and admins; another organization's is a 404.
  */
-export async function updatePipeline(env: Env, auth: AuthContext, id: string, input: PipelineDefinition, services: NodeServices = nodeServicesProvider.create(env)): Promise<PipelineWriteAnswer> {
+export async function updatePipeline(
+  env: Env,
+  auth: AuthContext,
+  id: string,
+  input: PipelineDefinition,
+  services: NodeServices = nodeServicesProvider.create(env),
+): Promise<PipelineWriteAnswer> {
   const db = database(env);
   const rows = await db.select().from(pipelines).where(eq(pipelines.id, id)).limit(1);
   const row = assertVisible(rows[0], auth, "pipeline");
@@ -179,16 +238,32 @@ export async function fetchPipeline(env: Env, auth: AuthContext, query: FetchQue
       : await db
           .select()
           .from(pipelines)
-          .where(and(eq(pipelines.orgId, auth.orgId), eq(pipelines.ownerId, target.ownerId), eq(pipelines.name, target.name)))
+          .where(
+            and(
+              eq(pipelines.orgId, auth.orgId),
+              eq(pipelines.ownerId, target.ownerId),
+              eq(pipelines.name, target.name),
+            ),
+          )
           .limit(1);
   return { status: "success" as const, object: pipelineAnswer(toRecord(assertVisible(rows[0], auth, "pipeline"))) };
 }
 
 export async function listPipelines(env: Env, auth: AuthContext, includeShared: boolean, verbose: boolean) {
   const db = database(env);
-  const where = includeShared ? eq(pipelines.orgId, auth.orgId) : and(eq(pipelines.orgId, auth.orgId), eq(pipelines.ownerId, auth.userId));
-  const rows = await db.select().from(pipelines).where(where).orderBy(desc(pipelines.createdAt), desc(pipelines.id)).limit(1000);
-  return listEnvelope(rows.map((row) => pipelineAnswer(toRecord(row))), verbose);
+  const where = includeShared
+    ? eq(pipelines.orgId, auth.orgId)
+    : and(eq(pipelines.orgId, auth.orgId), eq(pipelines.ownerId, auth.userId));
+  const rows = await db
+    .select()
+    .from(pipelines)
+    .where(where)
+    .orderBy(desc(pipelines.createdAt), desc(pipelines.id))
+    .limit(1000);
+  return listEnvelope(
+    rows.map((row) => pipelineAnswer(toRecord(row))),
+    verbose,
+  );
 }
 
 /** Deletes the definition; runs in progress are terminated first, and the run history goes with it. */
@@ -198,7 +273,10 @@ export async function deletePipeline(env: Env, auth: AuthContext, id: string): P
   const row = assertVisible(rows[0], auth, "pipeline");
   assertWritable(row, auth, "pipeline");
   await terminateActiveRuns(env, id);
-  const deleted = await db.delete(pipelines).where(and(eq(pipelines.id, id), eq(pipelines.orgId, auth.orgId))).returning({ id: pipelines.id });
+  const deleted = await db
+    .delete(pipelines)
+    .where(and(eq(pipelines.id, id), eq(pipelines.orgId, auth.orgId)))
+    .returning({ id: pipelines.id });
   if (deleted.length === 0) throw notFound("pipeline");
   await deleteRunIndex(env, id);
   return { status: "success" };

@@ -29,20 +29,31 @@ export const LIMIT_DEFAULTS: RunLimits = { maxConcurrent: 100, maxDepth: 5, maxR
 
 export function runLimits(env: Env): RunLimits {
   return {
-    maxConcurrent: Math.min(intSetting(env.PIPELINE_MAX_CONCURRENT_RUNS, LIMIT_DEFAULTS.maxConcurrent), LIMIT_CAPS.maxConcurrent),
+    maxConcurrent: Math.min(
+      intSetting(env.PIPELINE_MAX_CONCURRENT_RUNS, LIMIT_DEFAULTS.maxConcurrent),
+      LIMIT_CAPS.maxConcurrent,
+    ),
     maxDepth: Math.min(intSetting(env.PIPELINE_MAX_DEPTH, LIMIT_DEFAULTS.maxDepth), LIMIT_CAPS.maxDepth),
-    maxRunsPerRoot: Math.min(intSetting(env.PIPELINE_MAX_RUNS_PER_ROOT, LIMIT_DEFAULTS.maxRunsPerRoot), LIMIT_CAPS.maxRunsPerRoot),
+    maxRunsPerRoot: Math.min(
+      intSetting(env.PIPELINE_MAX_RUNS_PER_ROOT, LIMIT_DEFAULTS.maxRunsPerRoot),
+      LIMIT_CAPS.maxRunsPerRoot,
+    ),
   };
 }
 
-const activeCount = (orgId: string) => sql`(SELECT count(*) FROM pipeline_runs WHERE org_id = ${orgId} AND status IN ('queued', 'running'))`;
+const activeCount = (orgId: string) =>
+  sql`(SELECT count(*) FROM pipeline_runs WHERE org_id = ${orgId} AND status IN ('queued', 'running'))`;
 
 async function countActive(env: Env, orgId: string): Promise<number> {
   const rows = await database(env).all<{ n: number }>(sql`SELECT ${activeCount(orgId)} AS n`);
   return rows[0]?.n ?? 0;
 }
 
-const overLimit = (active: number, limit: number) => new AppError("rate_limited", `your organization has ${active} pipeline runs in progress; the limit is ${limit} concurrent runs`);
+const overLimit = (active: number, limit: number) =>
+  new AppError(
+    "rate_limited",
+    `your organization has ${active} pipeline runs in progress; the limit is ${limit} concurrent runs`,
+  );
 
 /**
  * Admits the root runs one request starts (one run, or a bulk run's), all or nothing: one
@@ -69,13 +80,22 @@ export type ChildAdmission = { ok: true; depth: number } | { ok: false; reason: 
  * limit and the organization has a free slot. A child already admitted (the parent node was
  * interrupted and re-attaches) is admitted again without counting twice.
  */
-export async function admitChildRun(env: Env, auth: AuthContext, pipelineId: string, childRunId: string, parentRunId: string): Promise<ChildAdmission> {
+export async function admitChildRun(
+  env: Env,
+  auth: AuthContext,
+  pipelineId: string,
+  childRunId: string,
+  parentRunId: string,
+): Promise<ChildAdmission> {
   const limits = runLimits(env);
   const db = database(env);
   for (let attempt = 0; attempt < 2; attempt++) {
-    const existing = await db.all<{ depth: number; parent_run_id: string | null; org_id: string }>(sql`SELECT depth, parent_run_id, org_id FROM pipeline_runs WHERE id = ${childRunId}`);
+    const existing = await db.all<{ depth: number; parent_run_id: string | null; org_id: string }>(
+      sql`SELECT depth, parent_run_id, org_id FROM pipeline_runs WHERE id = ${childRunId}`,
+    );
     if (existing[0]) {
-      if (existing[0].parent_run_id !== parentRunId || existing[0].org_id !== auth.orgId) return { ok: false, reason: `run id ${childRunId} is already in use` };
+      if (existing[0].parent_run_id !== parentRunId || existing[0].org_id !== auth.orgId)
+        return { ok: false, reason: `run id ${childRunId} is already in use` };
       return { ok: true, depth: existing[0].depth };
     }
     const now = new Date().toISOString();
@@ -105,9 +125,13 @@ async function whyRefused(env: Env, orgId: string, parentRunId: string, limits: 
   );
   const parent = parents[0];
   if (!parent?.root_run_id) return `the parent run ${parentRunId} is not in the run index`;
-  if (parent.status === "completed" || parent.status === "failed" || parent.status === "terminated") return `the parent run ${parentRunId} has ended (${parent.status})`;
-  if (parent.depth + 1 > limits.maxDepth) return `sub-pipelines may nest at most ${limits.maxDepth} deep (PIPELINE_MAX_DEPTH); this one would be ${parent.depth + 1} deep`;
-  const tree = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM pipeline_runs WHERE root_run_id = ${parent.root_run_id}`);
+  if (parent.status === "completed" || parent.status === "failed" || parent.status === "terminated")
+    return `the parent run ${parentRunId} has ended (${parent.status})`;
+  if (parent.depth + 1 > limits.maxDepth)
+    return `sub-pipelines may nest at most ${limits.maxDepth} deep (PIPELINE_MAX_DEPTH); this one would be ${parent.depth + 1} deep`;
+  const tree = await db.all<{ n: number }>(
+    sql`SELECT count(*) AS n FROM pipeline_runs WHERE root_run_id = ${parent.root_run_id}`,
+  );
   const started = tree[0]?.n ?? 0;
   if (started >= limits.maxRunsPerRoot)
     return `run ${parent.root_run_id} has already started ${started} runs with its sub-pipelines; the limit is ${limits.maxRunsPerRoot} runs per root run (PIPELINE_MAX_RUNS_PER_ROOT)`;
@@ -130,10 +154,20 @@ export async function claimResumedRuns(env: Env, orgId: string, runIds: string[]
     WHERE org_id = ${orgId} AND id IN (SELECT value FROM json_each(${ids})) AND ${others} + ${runIds.length} <= ${maxConcurrent}`);
   if (claimed.meta.changes > 0) return;
   const active = await countActive(env, orgId);
-  throw new AppError("rate_limited", `your organization has ${active} pipeline runs in progress; resuming ${runIds.length} more would pass the limit of ${maxConcurrent} concurrent runs; no run was resumed`);
+  throw new AppError(
+    "rate_limited",
+    `your organization has ${active} pipeline runs in progress; resuming ${runIds.length} more would pass the limit of ${maxConcurrent} concurrent runs; no run was resumed`,
+  );
 }
 
 /** Writes a run's true state back to its index row (after an admission whose run object did not follow). */
-export async function setIndexedStatus(env: Env, runId: string, status: RunStatus, error: string | null): Promise<void> {
-  await database(env).run(sql`UPDATE pipeline_runs SET status = ${status}, error = ${error}, updated_at = ${new Date().toISOString()} WHERE id = ${runId}`);
+export async function setIndexedStatus(
+  env: Env,
+  runId: string,
+  status: RunStatus,
+  error: string | null,
+): Promise<void> {
+  await database(env).run(
+    sql`UPDATE pipeline_runs SET status = ${status}, error = ${error}, updated_at = ${new Date().toISOString()} WHERE id = ${runId}`,
+  );
 }

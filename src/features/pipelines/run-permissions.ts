@@ -27,20 +27,32 @@ export function assertCanRun(auth: AuthContext): void {
   if (auth.role === "viewer") throw forbidden("viewers cannot run or control pipeline runs");
 }
 
-export function assertCanControlRun(auth: AuthContext, pipeline: RunOwners, run: RunStarter, action: "pause" | "resume" | "terminate"): void {
+export function assertCanControlRun(
+  auth: AuthContext,
+  pipeline: RunOwners,
+  run: RunStarter,
+  action: "pause" | "resume" | "terminate",
+): void {
   assertCanRun(auth);
   if (auth.userId === run.startedBy || auth.userId === pipeline.ownerId || hasRole(auth, "admin")) return;
   throw forbidden(`only the user who started run ${run.id}, the pipeline's owner or an admin can ${action} it`);
 }
 
 /** `waiting`: the approval nodes the run is stopped at; the caller must be allowed to approve every one. */
-export function assertCanApprove(auth: AuthContext, pipeline: RunOwners & { graph: PipelineGraph }, runId: string, waiting: string[]): void {
+export function assertCanApprove(
+  auth: AuthContext,
+  pipeline: RunOwners & { graph: PipelineGraph },
+  runId: string,
+  waiting: string[],
+): void {
   assertCanRun(auth);
   if (auth.userId === pipeline.ownerId || hasRole(auth, "admin")) return;
   for (const nodeId of waiting) {
     const node = pipeline.graph.nodes.find((n) => n.id === nodeId);
     const approvers = node?.type === "approval" ? (node.config.approvers ?? []) : [];
     if (!approvers.includes(auth.userId))
-      throw forbidden(`run ${runId} is waiting for approval at node ${nodeId}; only the pipeline's owner, an admin or the node's approvers can approve it`);
+      throw forbidden(
+        `run ${runId} is waiting for approval at node ${nodeId}; only the pipeline's owner, an admin or the node's approvers can approve it`,
+      );
   }
 }

@@ -7,7 +7,15 @@ import type { PipelineEdge } from "./pipelines.schemas";
  * A run's pure state rules: which nodes may start, which are skipped, what the run's outputs
  * are. The run object persists these states; nothing here does I/O.
  */
-export type NodeStatus = "pending" | "running" | "completed" | "skipped" | "failed" | "awaiting_approval" | "sleeping" | "cancelled";
+export type NodeStatus =
+  | "pending"
+  | "running"
+  | "completed"
+  | "skipped"
+  | "failed"
+  | "awaiting_approval"
+  | "sleeping"
+  | "cancelled";
 
 export interface NodeState {
   id: string;

@@ -115,11 +115,17 @@ export class RunStore {
 
   /** Whether the D1 run index missed the run's last change (it is retried by alarm until it lands). */
   indexPending(): boolean {
-    return this.sql.exec<{ pending: number }>(`SELECT pending FROM index_sync WHERE singleton = 1`).toArray()[0]?.pending === 1;
+    return (
+      this.sql.exec<{ pending: number }>(`SELECT pending FROM index_sync WHERE singleton = 1`).toArray()[0]?.pending ===
+      1
+    );
   }
 
   setIndexPending(pending: boolean): void {
-    this.sql.exec(`INSERT INTO index_sync (singleton, pending) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET pending = excluded.pending`, pending ? 1 : 0);
+    this.sql.exec(
+      `INSERT INTO index_sync (singleton, pending) VALUES (1, ?) ON CONFLICT (singleton) DO UPDATE SET pending = excluded.pending`,
+      pending ? 1 : 0,
+    );
   }
 
   create(init: RunInit, now: number): void {
@@ -137,14 +143,22 @@ export class RunStore {
     );
     init.graph.order.forEach((id, position) => {
       const node = init.graph.nodes.find((n) => n.id === id) as NodeSpec;
-      this.sql.exec(`INSERT INTO nodes (id, position, type, status) VALUES (?, ?, ?, 'pending')`, id, position, node.type);
+      this.sql.exec(
+        `INSERT INTO nodes (id, position, type, status) VALUES (?, ?, ?, 'pending')`,
+        id,
+        position,
+        node.type,
+      );
     });
   }
 
   run(): RunRecord | null {
-    const row = this.sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM run WHERE singleton = 1`).toArray()[0] as unknown as RunRow | undefined;
+    const row = this.sql
+      .exec<Record<string, SqlStorageValue>>(`SELECT * FROM run WHERE singleton = 1`)
+      .toArray()[0] as unknown as RunRow | undefined;
     if (!row) return null;
-    if (this.graphCache?.json !== row.graph) this.graphCache = { json: row.graph, graph: JSON.parse(row.graph) as PipelineGraph };
+    if (this.graphCache?.json !== row.graph)
+      this.graphCache = { json: row.graph, graph: JSON.parse(row.graph) as PipelineGraph };
     return {
       runId: row.run_id,
       pipelineId: row.pipeline_id,
@@ -165,7 +179,9 @@ export class RunStore {
   }
 
   nodes(): Map<string, NodeState> {
-    const rows = this.sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM nodes ORDER BY position`).toArray() as unknown as NodeRow[];
+    const rows = this.sql
+      .exec<Record<string, SqlStorageValue>>(`SELECT * FROM nodes ORDER BY position`)
+      .toArray() as unknown as NodeRow[];
     return new Map(
       rows.map((row) => [
         row.id,
@@ -198,7 +214,11 @@ export class RunStore {
   /** Ends the run; unless it completed, unfinished node work is marked cancelled. */
   finish(status: "completed" | "failed" | "terminated", error: string | null, now: number): void {
     this.sql.exec(`UPDATE run SET status = ?, error = ?, finished_at = ?, version = version + 1`, status, error, now);
-    if (status !== "completed") this.sql.exec(`UPDATE nodes SET status = 'cancelled', finished_at = ? WHERE status IN ('running', 'sleeping', 'awaiting_approval')`, now);
+    if (status !== "completed")
+      this.sql.exec(
+        `UPDATE nodes SET status = 'cancelled', finished_at = ? WHERE status IN ('running', 'sleeping', 'awaiting_approval')`,
+        now,
+      );
   }
 
   bump(): void {
@@ -210,7 +230,12 @@ export class RunStore {
   /** Recorded before the node executes: a crash after this line finds the node `running` and knows it was interrupted. */
   markRunning(id: string, childRunId: string | null, now: number): void {
     this.sql.exec(`UPDATE run SET steps = steps + 1`);
-    this.sql.exec(`UPDATE nodes SET status = 'running', started_at = ?, finished_at = NULL, attempts = attempts + 1, child_run_id = ? WHERE id = ?`, now, childRunId, id);
+    this.sql.exec(
+      `UPDATE nodes SET status = 'running', started_at = ?, finished_at = NULL, attempts = attempts + 1, child_run_id = ? WHERE id = ?`,
+      now,
+      childRunId,
+      id,
+    );
   }
 
   markPending(id: string): void {
@@ -218,7 +243,12 @@ export class RunStore {
   }
 
   markCompleted(id: string, outputs: Record<string, unknown>, now: number): void {
-    this.sql.exec(`UPDATE nodes SET status = 'completed', outputs = ?, error = NULL, finished_at = ? WHERE id = ?`, JSON.stringify(outputs), now, id);
+    this.sql.exec(
+      `UPDATE nodes SET status = 'completed', outputs = ?, error = NULL, finished_at = ? WHERE id = ?`,
+      JSON.stringify(outputs),
+      now,
+      id,
+    );
   }
 
   markSkipped(id: string, now: number): void {
@@ -230,7 +260,11 @@ export class RunStore {
   }
 
   markCancelled(id: string, now: number): void {
-    this.sql.exec(`UPDATE nodes SET status = 'cancelled', finished_at = ? WHERE id = ? AND status = 'running'`, now, id);
+    this.sql.exec(
+      `UPDATE nodes SET status = 'cancelled', finished_at = ? WHERE id = ? AND status = 'running'`,
+      now,
+      id,
+    );
   }
 
   markAwaitingApproval(id: string, now: number): void {
@@ -272,4 +306,3 @@ export class RunStore {
     };
   }
 }
-

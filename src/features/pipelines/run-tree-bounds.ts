@@ -48,7 +48,13 @@ function nodeList(ids: string[]): string {
   return ids.length <= 5 ? ids.join(", ") : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
 }
 
-export async function checkRunTree(env: Env, orgId: string, graph: PipelineGraph, limits: RunLimits, selfId?: string): Promise<void> {
+export async function checkRunTree(
+  env: Env,
+  orgId: string,
+  graph: PipelineGraph,
+  limits: RunLimits,
+  selfId?: string,
+): Promise<void> {
   const top = graph.nodes.filter((n) => n.type === "pipeline");
   if (top.length === 0) return;
   const children = new Map<string, string[]>();
@@ -63,7 +69,9 @@ export async function checkRunTree(env: Env, orgId: string, graph: PipelineGraph
   for (let depth = 1; level.size > 0; depth++) {
     if (depth > limits.maxDepth) {
       const via = [...level.values()][0].via;
-      throw badRequest(`node ${via}: its sub-pipelines nest at least ${depth} deep; the limit is ${limits.maxDepth} (PIPELINE_MAX_DEPTH)`);
+      throw badRequest(
+        `node ${via}: its sub-pipelines nest at least ${depth} deep; the limit is ${limits.maxDepth} (PIPELINE_MAX_DEPTH)`,
+      );
     }
     for (const { runs } of level.values()) total += runs;
     if (total > limits.maxRunsPerRoot)
@@ -73,10 +81,17 @@ export async function checkRunTree(env: Env, orgId: string, graph: PipelineGraph
     if (selfId && level.has(selfId)) {
       const via = level.get(selfId)?.via as string;
       throw badRequest(
-        depth === 1 ? `node ${via}: a pipeline cannot run itself as a sub-pipeline` : `node ${via}: its sub-pipelines run this pipeline again (a cycle ${depth} deep)`,
+        depth === 1
+          ? `node ${via}: a pipeline cannot run itself as a sub-pipeline`
+          : `node ${via}: its sub-pipelines run this pipeline again (a cycle ${depth} deep)`,
       );
     }
-    await loadChildren(env, orgId, [...level.keys()].filter((id) => !children.has(id)), children);
+    await loadChildren(
+      env,
+      orgId,
+      [...level.keys()].filter((id) => !children.has(id)),
+      children,
+    );
     const next = new Map<string, { runs: number; via: string }>();
     for (const [id, { runs, via }] of level) {
       for (const child of children.get(id) ?? []) {

@@ -15,7 +15,8 @@ const TOP_LEVEL_FUNCTIONS: Record<SandboxLanguage, RegExp[]> = {
 
 export function topLevelFunctions(language: SandboxLanguage, source: string): string[] {
   const names = new Set<string>();
-  for (const pattern of TOP_LEVEL_FUNCTIONS[language]) for (const match of source.matchAll(pattern)) names.add(match[1]);
+  for (const pattern of TOP_LEVEL_FUNCTIONS[language])
+    for (const match of source.matchAll(pattern)) names.add(match[1]);
   return [...names];
 }
 
@@ -27,7 +28,8 @@ export function resolveFunctionName(language: SandboxLanguage, source: string, g
   if (given !== "") return given;
   const found = topLevelFunctions(language, source);
   if (found.length === 1) return found[0];
-  if (found.length === 0) throw badRequest("function_name: the source defines no top-level function; define one or name it");
+  if (found.length === 0)
+    throw badRequest("function_name: the source defines no top-level function; define one or name it");
   const listed = found.slice(0, 10).join(", ");
   throw badRequest(`function_name: the source defines several functions (${listed}); name the one to run`);
 }

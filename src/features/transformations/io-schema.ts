@@ -15,7 +15,20 @@ import { schemaForTypeName, TYPE_NAMES_HELP } from "./io-type-names";
  */
 export type IoSchema = Record<string, unknown>;
 
-const SCHEMA_MARKERS = ["$schema", "properties", "required", "additionalProperties", "allOf", "anyOf", "oneOf", "not", "$ref", "$defs", "definitions", "patternProperties"];
+const SCHEMA_MARKERS = [
+  "$schema",
+  "properties",
+  "required",
+  "additionalProperties",
+  "allOf",
+  "anyOf",
+  "oneOf",
+  "not",
+  "$ref",
+  "$defs",
+  "definitions",
+  "patternProperties",
+];
 
 function looksLikeJsonSchema(schema: IoSchema): boolean {
   return schema.type === "object" || SCHEMA_MARKERS.some((key) => key in schema);
@@ -30,17 +43,26 @@ export function compileIoSchema(schema: IoSchema, field: string): { schema: Sche
   if (looksLikeJsonSchema(schema)) {
     const problem = schemaProblem(schema, field);
     if (problem) return { problem };
-    if ("type" in schema && schema.type !== "object") return { problem: `${field} must describe an object (type "object")` };
+    if ("type" in schema && schema.type !== "object")
+      return { problem: `${field} must describe an object (type "object")` };
     return { schema: schema as Schema };
   }
   // No prototype: a field named `__proto__` must be a field, not a change of prototype.
   const properties = Object.create(null) as Record<string, Schema>;
   for (const [name, type] of Object.entries(schema)) {
-    const named = typeof type === "string" ? type : isPlainObject(type) && typeof type.io_type === "string" ? type.io_type : undefined;
+    const named =
+      typeof type === "string"
+        ? type
+        : isPlainObject(type) && typeof type.io_type === "string"
+          ? type.io_type
+          : undefined;
     const spelled = named === undefined ? undefined : schemaForTypeName(named);
     if (spelled) properties[name] = spelled;
     else if (named === undefined && isPlainObject(type)) properties[name] = type as Schema;
-    else return { problem: `${field}.${name} has an unknown type ${JSON.stringify(named ?? type).slice(0, 200)} (use a JSON Schema or one of ${TYPE_NAMES_HELP})` };
+    else
+      return {
+        problem: `${field}.${name} has an unknown type ${JSON.stringify(named ?? type).slice(0, 200)} (use a JSON Schema or one of ${TYPE_NAMES_HELP})`,
+      };
   }
   const wrapped: Schema = { type: "object", properties, required: Object.keys(properties) };
   // Checked as a whole, so a field's `$ref` resolves against the schema the validator will see.

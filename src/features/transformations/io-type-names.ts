@@ -43,7 +43,10 @@ const SCALARS: Record<string, Schema> = {
 
 type Generic = { arity: number; build: (args: Schema[]) => Schema | undefined };
 const listOf: Generic = { arity: 1, build: ([item]) => ({ type: "array", items: item }) };
-const mapOf: Generic = { arity: 2, build: ([key, value]) => (key.type === "string" ? { type: "object", additionalProperties: value } : undefined) };
+const mapOf: Generic = {
+  arity: 2,
+  build: ([key, value]) => (key.type === "string" ? { type: "object", additionalProperties: value } : undefined),
+};
 
 /** Generic names, how many arguments they take, and the schema they make of them. */
 const GENERICS: Record<string, Generic> = {

@@ -1,5 +1,12 @@
 import { MAX_PATTERNS } from "./schema-formats";
-import { isPlainObject, LIST_KEYWORDS, MAP_KEYWORDS, slotPath, subschemaSlots, type SchemaObject } from "./schema-keywords";
+import {
+  isPlainObject,
+  LIST_KEYWORDS,
+  MAP_KEYWORDS,
+  slotPath,
+  subschemaSlots,
+  type SchemaObject,
+} from "./schema-keywords";
 import { compilePattern } from "./schema-patterns";
 import { REF_FORMS, resolveRef } from "./schema-refs";
 
@@ -17,7 +24,21 @@ export const MAX_SCHEMA_NODES = 1000;
 export const MAX_IN_PLACE_CHAIN = 32;
 
 const INSTANCE_TYPES = new Set(["array", "boolean", "integer", "null", "number", "object", "string"]);
-const NUMERIC = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "minContains", "maxContains", "multipleOf"];
+const NUMERIC = [
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "minLength",
+  "maxLength",
+  "minItems",
+  "maxItems",
+  "minProperties",
+  "maxProperties",
+  "minContains",
+  "maxContains",
+  "multipleOf",
+];
 /** Keywords that change how references resolve; the walkers here resolve only REF_FORMS. */
 const UNSUPPORTED = ["$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveAnchor", "$recursiveRef"];
 
@@ -32,7 +53,8 @@ interface Walk {
 /** Counted before compiling: each distinct pattern may cost milliseconds to compile. */
 function patternProblem(source: string, walk: Walk): string | undefined {
   walk.patterns.add(source);
-  if (walk.patterns.size > MAX_PATTERNS) return `is one too many: a schema may use at most ${MAX_PATTERNS} distinct patterns`;
+  if (walk.patterns.size > MAX_PATTERNS)
+    return `is one too many: a schema may use at most ${MAX_PATTERNS} distinct patterns`;
   const compiled = compilePattern(source);
   return "problem" in compiled ? compiled.problem : undefined;
 }
@@ -40,18 +62,30 @@ function patternProblem(source: string, walk: Walk): string | undefined {
 function nodeProblem(node: SchemaObject, path: string, depth: number, walk: Walk): string | undefined {
   if ("type" in node) {
     const types = Array.isArray(node.type) ? node.type : [node.type];
-    for (const t of types) if (typeof t !== "string" || !INSTANCE_TYPES.has(t)) return `${path}.type has an unknown type ${JSON.stringify(t)}`;
+    for (const t of types)
+      if (typeof t !== "string" || !INSTANCE_TYPES.has(t))
+        return `${path}.type has an unknown type ${JSON.stringify(t)}`;
   }
-  if ("required" in node && (!Array.isArray(node.required) || node.required.some((r) => typeof r !== "string"))) return `${path}.required must be an array of property names`;
+  if ("required" in node && (!Array.isArray(node.required) || node.required.some((r) => typeof r !== "string")))
+    return `${path}.required must be an array of property names`;
   if ("enum" in node && !Array.isArray(node.enum)) return `${path}.enum must be an array`;
-  for (const key of NUMERIC) if (key in node && typeof node[key] !== "number" && typeof node[key] !== "boolean") return `${path}.${key} must be a number`;
-  for (const key of UNSUPPORTED) if (key in node) return `${path}.${key} is not supported; name shared subschemas in $defs and use "$ref": "#/$defs/<name>"`;
+  for (const key of NUMERIC)
+    if (key in node && typeof node[key] !== "number" && typeof node[key] !== "boolean")
+      return `${path}.${key} must be a number`;
+  for (const key of UNSUPPORTED)
+    if (key in node)
+      return `${path}.${key} is not supported; name shared subschemas in $defs and use "$ref": "#/$defs/<name>"`;
   // The validator reads `id` as draft 4's `$id`; below the top either would move the base references resolve against.
   for (const key of ["$id", "id"]) {
     if (!(key in node)) continue;
     if (depth > 0) return `${path}.${key} is only supported at the top of the schema`;
     // A fragment would register the schema a second time under a name the validator also derives.
-    if (typeof node[key] !== "string" || (node[key] as string).includes("#") || !URL.canParse(node[key] as string, "https://base.invalid/")) return `${path}.${key} must be a URI without a fragment`;
+    if (
+      typeof node[key] !== "string" ||
+      (node[key] as string).includes("#") ||
+      !URL.canParse(node[key] as string, "https://base.invalid/")
+    )
+      return `${path}.${key} must be a URI without a fragment`;
   }
   if ("format" in node && typeof node.format !== "string") return `${path}.format must be a string`;
   if ("pattern" in node) {
@@ -59,8 +93,10 @@ function nodeProblem(node: SchemaObject, path: string, depth: number, walk: Walk
     const problem = patternProblem(node.pattern, walk);
     if (problem) return `${path}.pattern ${problem}`;
   }
-  for (const keyword of MAP_KEYWORDS) if (keyword in node && !isPlainObject(node[keyword])) return `${path}.${keyword} must be an object`;
-  for (const keyword of LIST_KEYWORDS) if (keyword in node && !Array.isArray(node[keyword])) return `${path}.${keyword} must be an array of schemas`;
+  for (const keyword of MAP_KEYWORDS)
+    if (keyword in node && !isPlainObject(node[keyword])) return `${path}.${keyword} must be an object`;
+  for (const keyword of LIST_KEYWORDS)
+    if (keyword in node && !Array.isArray(node[keyword])) return `${path}.${keyword} must be an array of schemas`;
   if (isPlainObject(node.patternProperties)) {
     for (const source of Object.keys(node.patternProperties)) {
       const problem = patternProblem(source, walk);
@@ -69,12 +105,17 @@ function nodeProblem(node: SchemaObject, path: string, depth: number, walk: Walk
   }
   if ("dependentRequired" in node) {
     const map = node.dependentRequired;
-    if (!isPlainObject(map) || Object.values(map).some((names) => !Array.isArray(names) || names.some((n) => typeof n !== "string"))) return `${path}.dependentRequired must map property names to arrays of property names`;
+    if (
+      !isPlainObject(map) ||
+      Object.values(map).some((names) => !Array.isArray(names) || names.some((n) => typeof n !== "string"))
+    )
+      return `${path}.dependentRequired must map property names to arrays of property names`;
   }
   if ("dependencies" in node) {
     if (!isPlainObject(node.dependencies)) return `${path}.dependencies must be an object`;
     for (const [name, value] of Object.entries(node.dependencies)) {
-      if (Array.isArray(value) && value.some((v) => typeof v !== "string")) return `${path}.dependencies.${name} must be a schema or an array of property names`;
+      if (Array.isArray(value) && value.some((v) => typeof v !== "string"))
+        return `${path}.dependencies.${name} must be a schema or an array of property names`;
     }
   }
   const inPlace: unknown[] = [];
@@ -148,7 +189,9 @@ export function schemaProblem(schema: SchemaObject | boolean, field: string, top
   const problem = walkProblem(schema, field, 0, walk, topFields);
   if (problem) return problem;
   const chain = longestInPlaceChain(walk);
-  if (chain === Infinity) return `${field}: a $ref leads back to itself without descending into the value (as {"$ref": "#"} does), so it could never be checked`;
-  if (chain > MAX_IN_PLACE_CHAIN) return `${field}: more than ${MAX_IN_PLACE_CHAIN} subschemas apply to one value through $ref and combinators`;
+  if (chain === Infinity)
+    return `${field}: a $ref leads back to itself without descending into the value (as {"$ref": "#"} does), so it could never be checked`;
+  if (chain > MAX_IN_PLACE_CHAIN)
+    return `${field}: more than ${MAX_IN_PLACE_CHAIN} subschemas apply to one value through $ref and combinators`;
   return undefined;
 }

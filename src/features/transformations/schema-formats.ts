@@ -21,7 +21,20 @@ const MAX_FORMAT_INPUT = 1024;
  * Library checks whose regexes are anchored, bounded or split by delimiters (read by hand, and
  * fuzzed with adversarial 1,024-character strings: each under 0.1 ms in Node).
  */
-const LIBRARY_CHECKED = ["date", "time", "date-time", "duration", "uuid", "ipv4", "ipv6", "email", "hostname", "json-pointer", "relative-json-pointer", "json-pointer-uri-fragment"];
+const LIBRARY_CHECKED = [
+  "date",
+  "time",
+  "date-time",
+  "duration",
+  "uuid",
+  "ipv4",
+  "ipv6",
+  "email",
+  "hostname",
+  "json-pointer",
+  "relative-json-pointer",
+  "json-pointer-uri-fragment",
+];
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this pattern refuses.
 const NO_SPACE_OR_CONTROL = /^[^\s\u0000-\u001f\u007f]*$/u;

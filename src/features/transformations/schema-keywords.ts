@@ -17,7 +17,17 @@ export function isPlainObject(value: unknown): value is SchemaObject {
  * to its property names (`name`), to array items (`item`: at index `key`, or `rest` for every
  * item past the prefix, `contains` for any), or not at all until referenced (`definition`).
  */
-export type SlotKind = "in-place" | "property" | "pattern" | "additional" | "unevaluated" | "name" | "item" | "rest" | "contains" | "definition";
+export type SlotKind =
+  | "in-place"
+  | "property"
+  | "pattern"
+  | "additional"
+  | "unevaluated"
+  | "name"
+  | "item"
+  | "rest"
+  | "contains"
+  | "definition";
 
 export interface Slot {
   keyword: string;
@@ -40,8 +50,19 @@ const SINGLE: Record<string, SlotKind> = {
   unevaluatedItems: "rest",
   contains: "contains",
 };
-const LISTS: Record<string, SlotKind> = { allOf: "in-place", anyOf: "in-place", oneOf: "in-place", prefixItems: "item" };
-const MAPS: Record<string, SlotKind> = { properties: "property", patternProperties: "pattern", dependentSchemas: "in-place", $defs: "definition", definitions: "definition" };
+const LISTS: Record<string, SlotKind> = {
+  allOf: "in-place",
+  anyOf: "in-place",
+  oneOf: "in-place",
+  prefixItems: "item",
+};
+const MAPS: Record<string, SlotKind> = {
+  properties: "property",
+  patternProperties: "pattern",
+  dependentSchemas: "in-place",
+  $defs: "definition",
+  definitions: "definition",
+};
 
 /** Keywords that must hold a map of subschemas or a list of them (the shape check uses these). */
 export const MAP_KEYWORDS = Object.keys(MAPS);
@@ -50,11 +71,13 @@ export const LIST_KEYWORDS = Object.keys(LISTS);
 /** Every subschema directly inside `node`, in a stable order. Values of the wrong shape are skipped (the check reports them). */
 export function subschemaSlots(node: SchemaObject): Slot[] {
   const slots: Slot[] = [];
-  for (const [keyword, kind] of Object.entries(SINGLE)) if (keyword in node) slots.push({ keyword, kind, schema: node[keyword] });
+  for (const [keyword, kind] of Object.entries(SINGLE))
+    if (keyword in node) slots.push({ keyword, kind, schema: node[keyword] });
   if ("items" in node) {
     const items = node.items;
     // `items` as a list is the tuple form of drafts before 2020-12; the validator still reads it.
-    if (Array.isArray(items)) items.forEach((schema, key) => slots.push({ keyword: "items", key, kind: "item", schema }));
+    if (Array.isArray(items))
+      items.forEach((schema, key) => slots.push({ keyword: "items", key, kind: "item", schema }));
     else slots.push({ keyword: "items", kind: "rest", schema: items });
   }
   for (const [keyword, kind] of Object.entries(LISTS)) {
@@ -67,7 +90,8 @@ export function subschemaSlots(node: SchemaObject): Slot[] {
   }
   // Draft 7 `dependencies`: a list of names (no schema) or a schema applied to the whole object.
   if (isPlainObject(node.dependencies)) {
-    for (const [key, schema] of Object.entries(node.dependencies)) if (!Array.isArray(schema)) slots.push({ keyword: "dependencies", key, kind: "in-place", schema });
+    for (const [key, schema] of Object.entries(node.dependencies))
+      if (!Array.isArray(schema)) slots.push({ keyword: "dependencies", key, kind: "in-place", schema });
   }
   return slots;
 }

@@ -17,8 +17,10 @@ export const MAX_PATTERN_WORK = 20_000_000;
 function describe(unit: OutputUnit, patterns: CompiledPattern[]): string {
   if (unit.keyword !== "format") return unit.error;
   const name = unit.error.slice(unit.error.indexOf('"') + 1, unit.error.lastIndexOf('"'));
-  if (name.startsWith(PATTERN_FORMAT_PREFIX)) return `String does not match pattern ${JSON.stringify(patterns[Number(name.slice(PATTERN_FORMAT_PREFIX.length))]?.source)}.`;
-  if (name.startsWith(FORMAT_PREFIX)) return `String does not match format ${JSON.stringify(name.slice(FORMAT_PREFIX.length))}.`;
+  if (name.startsWith(PATTERN_FORMAT_PREFIX))
+    return `String does not match pattern ${JSON.stringify(patterns[Number(name.slice(PATTERN_FORMAT_PREFIX.length))]?.source)}.`;
+  if (name.startsWith(FORMAT_PREFIX))
+    return `String does not match format ${JSON.stringify(name.slice(FORMAT_PREFIX.length))}.`;
   return unit.error;
 }
 
@@ -39,7 +41,9 @@ export function validateAgainst(schema: Schema, value: unknown, field: "inputs" 
     boundValidationWork(prepared.schema, value);
     const { patterns } = prepared;
     // Short-circuiting stops at the first failure, which keeps the error list (and work) small.
-    const result = withPatterns(patterns, meter, () => new Validator(prepared.schema as Schema, "2020-12", true).validate(value));
+    const result = withPatterns(patterns, meter, () =>
+      new Validator(prepared.schema as Schema, "2020-12", true).validate(value),
+    );
     if (result.valid) return undefined;
     units = result.errors;
   } catch (error) {
@@ -49,8 +53,16 @@ export function validateAgainst(schema: Schema, value: unknown, field: "inputs" 
   }
   // The deepest error names the field that failed; among those, the last is the most specific
   // (a combinator's "a subschema had errors" comes before its subschema's own error).
-  const deepest = units.reduce((best, unit) => (unit.instanceLocation.length >= best.instanceLocation.length ? unit : best), units[0]);
-  const location = deepest.instanceLocation.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent).join(".");
+  const deepest = units.reduce(
+    (best, unit) => (unit.instanceLocation.length >= best.instanceLocation.length ? unit : best),
+    units[0],
+  );
+  const location = deepest.instanceLocation
+    .replace(/^#\/?/, "")
+    .split("/")
+    .filter(Boolean)
+    .map(decodeURIComponent)
+    .join(".");
   const where = location ? `${field}.${location}` : field;
   return `${where}: ${describe(deepest, prepared.patterns)}`;
 }

@@ -38,12 +38,22 @@ function planOf(node: SchemaObject, root: SchemaObject | boolean): Plan {
   // enum and const compare deeply and a failure prints the whole enum: charge their size.
   if ("enum" in node) cost += JSON.stringify(node.enum).length / 64;
   if ("const" in node) cost += JSON.stringify(node.const).length / 64;
-  const plan: Plan = { cost, uniqueItems: node.uniqueItems === true, inPlace: [], properties: [], everyValue: [], everyName: [], items: [], everyItem: [] };
+  const plan: Plan = {
+    cost,
+    uniqueItems: node.uniqueItems === true,
+    inPlace: [],
+    properties: [],
+    everyValue: [],
+    everyName: [],
+    items: [],
+    everyItem: [],
+  };
   if (typeof node.$ref === "string") plan.inPlace.push(resolveCheckedRef(root, node.$ref));
   for (const slot of subschemaSlots(node)) {
     if (slot.kind === "in-place") plan.inPlace.push(slot.schema);
     else if (slot.kind === "property") plan.properties.push([String(slot.key), slot.schema]);
-    else if (slot.kind === "pattern" || slot.kind === "additional" || slot.kind === "unevaluated") plan.everyValue.push(slot.schema);
+    else if (slot.kind === "pattern" || slot.kind === "additional" || slot.kind === "unevaluated")
+      plan.everyValue.push(slot.schema);
     else if (slot.kind === "name") plan.everyName.push(slot.schema);
     else if (slot.kind === "item" && typeof slot.key === "number") plan.items.push([slot.key, slot.schema]);
     else if (slot.kind === "rest" || slot.kind === "contains") plan.everyItem.push(slot.schema);

@@ -5,7 +5,13 @@ import { CreatedId, FetchedObject, ObjectList, Success } from "../../lib/respons
 import { TransformationRunResult } from "./transformations.responses";
 import { FetchQuery, ListQuery, listEnvelope } from "../../lib/ownership";
 import { TransformationCreateBody, TransformationParams, TransformationRunBody } from "./transformations.schemas";
-import { createTransformation, deleteTransformation, getTransformation, listTransformations, runTransformationWithLogs } from "./transformations.service";
+import {
+  createTransformation,
+  deleteTransformation,
+  getTransformation,
+  listTransformations,
+  runTransformationWithLogs,
+} from "./transformations.service";
 
 export function registerTransformationRoutes(app: OpenAPIHono<AppBindings>): void {
   const tags = ["Transformations"];
@@ -19,24 +25,53 @@ export function registerTransformationRoutes(app: OpenAPIHono<AppBindings>): voi
       path: "/v1/transformation",
       response: CreatedId,
       summary: "Create a transformation",
-      description: "Checks, without running it, that the source parses and defines `function_name`, and that both schemas are valid.",
+      description:
+        "Checks, without running it, that the source parses and defines `function_name`, and that both schemas are valid.",
       body: TransformationCreateBody,
       responses: { 403: "Viewers cannot create", 409: "Name taken by another of your transformations" },
     },
     async (c, { body }) => c.json({ status: "success", id: await createTransformation(c.env, c.get("auth"), body) }),
   );
 
-  defineRoute(app, { ...common, method: "get", path: "/v1/transformation", response: FetchedObject, summary: "Fetch a transformation by id or name", query: FetchQuery, responses: { 404: "No such transformation" } }, async (c, { query }) =>
-    c.json({ status: "success", object: await getTransformation(c.env, c.get("auth"), query) }),
-  );
-
-  defineRoute(app, { ...common, method: "get", path: "/v1/transformations", response: ObjectList, summary: "List transformations", query: ListQuery }, async (c, { query }) =>
-    c.json(listEnvelope(await listTransformations(c.env, c.get("auth"), query.include_shared), query.verbose)),
+  defineRoute(
+    app,
+    {
+      ...common,
+      method: "get",
+      path: "/v1/transformation",
+      response: FetchedObject,
+      summary: "Fetch a transformation by id or name",
+      query: FetchQuery,
+      responses: { 404: "No such transformation" },
+    },
+    async (c, { query }) => c.json({ status: "success", object: await getTransformation(c.env, c.get("auth"), query) }),
   );
 
   defineRoute(
     app,
-    { ...common, method: "delete", path: "/v1/transformation/:id", response: Success, summary: "Delete a transformation", params: TransformationParams, responses: { 403: "Not yours to delete", 404: "No such transformation" } },
+    {
+      ...common,
+      method: "get",
+      path: "/v1/transformations",
+      response: ObjectList,
+      summary: "List transformations",
+      query: ListQuery,
+    },
+    async (c, { query }) =>
+      c.json(listEnvelope(await listTransformations(c.env, c.get("auth"), query.include_shared), query.verbose)),
+  );
+
+  defineRoute(
+    app,
+    {
+      ...common,
+      method: "delete",
+      path: "/v1/transformation/:id",
+      response: Success,
+      summary: "Delete a transformation",
+      params: TransformationParams,
+      responses: { 403: "Not yours to delete", 404: "No such transformation" },
+    },
     async (c, { params }) => {
       await deleteTransformation(c.env, c.get("auth"), params.id);
       return c.json({ status: "success" });

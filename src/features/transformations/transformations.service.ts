@@ -4,7 +4,14 @@ import { database } from "../../db/client";
 import { transformations, type TransformationRow } from "../../db/schema/transformations";
 import { AppError, badRequest, conflict, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { assertCanCreate, assertVisible, assertWritable, resolveFetchTarget, type FetchQueryInput, ownedRecordFields } from "../../lib/ownership";
+import {
+  assertCanCreate,
+  assertVisible,
+  assertWritable,
+  resolveFetchTarget,
+  type FetchQueryInput,
+  ownedRecordFields,
+} from "../../lib/ownership";
 import { runSandboxed, sandboxLimits } from "../../sandbox/sandbox";
 import type { SandboxOutcome, SandboxTask } from "../../sandbox/sandbox.types";
 import { enforceLimit } from "../../middleware/limits";
@@ -54,7 +61,11 @@ function sandboxError(outcome: Extract<SandboxOutcome, { ok: false }>): AppError
  * pipeline.
  */
 async function runMetered(env: Env, auth: AuthContext, task: SandboxTask): Promise<SandboxOutcome> {
-  await enforceLimit(env.SANDBOX_LIMITER, `sandbox:${auth.orgId}`, "your organization has started too many transformation runs this minute; wait a minute and try again");
+  await enforceLimit(
+    env.SANDBOX_LIMITER,
+    `sandbox:${auth.orgId}`,
+    "your organization has started too many transformation runs this minute; wait a minute and try again",
+  );
   return runSandboxed(env, task, auth.orgId);
 }
 
@@ -64,7 +75,11 @@ function schemaOrThrow(schema: IoSchema, field: string) {
   return compiled.schema;
 }
 
-export async function createTransformation(env: Env, auth: AuthContext, body: TransformationCreateInput): Promise<string> {
+export async function createTransformation(
+  env: Env,
+  auth: AuthContext,
+  body: TransformationCreateInput,
+): Promise<string> {
   assertCanCreate(auth);
   const inputSchema = body.input_schema ?? body.inputs ?? {};
   const outputSchema = body.output_schema ?? body.outputs ?? {};
@@ -73,11 +88,21 @@ export async function createTransformation(env: Env, auth: AuthContext, body: Tr
   const functionName = resolveFunctionName(body.language, body.function, body.function_name);
 
   const db = database(env);
-  const taken = await db.select({ id: transformations.id }).from(transformations).where(and(eq(transformations.ownerId, auth.userId), eq(transformations.name, body.name))).limit(1);
+  const taken = await db
+    .select({ id: transformations.id })
+    .from(transformations)
+    .where(and(eq(transformations.ownerId, auth.userId), eq(transformations.name, body.name)))
+    .limit(1);
   if (taken[0]) throw conflict(`a transformation named '${body.name}' already exists`);
 
   // Parse the source and look for the function without running any of it.
-  const checked = await runMetered(env, auth, { kind: "check", language: body.language, source: body.function, functionName, limits: sandboxLimits(env) });
+  const checked = await runMetered(env, auth, {
+    kind: "check",
+    language: body.language,
+    source: body.function,
+    functionName,
+    limits: sandboxLimits(env),
+  });
   if (!checked.ok) throw sandboxError(checked);
 
   const id = newId();
@@ -110,29 +135,52 @@ async function loadVisible(env: Env, auth: AuthContext, id: string): Promise<Tra
   return assertVisible(rows[0], auth, WHAT);
 }
 
-export async function getTransformation(env: Env, auth: AuthContext, query: FetchQueryInput): Promise<TransformationRecord> {
+export async function getTransformation(
+  env: Env,
+  auth: AuthContext,
+  query: FetchQueryInput,
+): Promise<TransformationRecord> {
   const target = await resolveFetchTarget(env, auth, query);
   if ("id" in target) return toRecord(await loadVisible(env, auth, target.id));
   const rows = await database(env)
     .select()
     .from(transformations)
-    .where(and(eq(transformations.orgId, auth.orgId), eq(transformations.ownerId, target.ownerId), eq(transformations.name, target.name)))
+    .where(
+      and(
+        eq(transformations.orgId, auth.orgId),
+        eq(transformations.ownerId, target.ownerId),
+        eq(transformations.name, target.name),
+      ),
+    )
     .limit(1);
   if (!rows[0]) throw notFound(WHAT);
   return toRecord(rows[0]);
 }
 
 /** The caller's own transformations, or with `includeShared` every one in the organization. */
-export async function listTransformations(env: Env, auth: AuthContext, includeShared: boolean): Promise<TransformationRecord[]> {
-  const where = includeShared ? eq(transformations.orgId, auth.orgId) : and(eq(transformations.orgId, auth.orgId), eq(transformations.ownerId, auth.userId));
-  const rows = await database(env).select().from(transformations).where(where).orderBy(transformations.createdAt, transformations.id).limit(1000);
+export async function listTransformations(
+  env: Env,
+  auth: AuthContext,
+  includeShared: boolean,
+): Promise<TransformationRecord[]> {
+  const where = includeShared
+    ? eq(transformations.orgId, auth.orgId)
+    : and(eq(transformations.orgId, auth.orgId), eq(transformations.ownerId, auth.userId));
+  const rows = await database(env)
+    .select()
+    .from(transformations)
+    .where(where)
+    .orderBy(transformations.createdAt, transformations.id)
+    .limit(1000);
   return rows.map(toRecord);
 }
 
 export async function deleteTransformation(env: Env, auth: AuthContext, id: string): Promise<void> {
   const row = await loadVisible(env, auth, id);
   assertWritable(row, auth, WHAT);
-  await database(env).delete(transformations).where(and(eq(transformations.id, id), eq(transformations.orgId, auth.orgId)));
+  await database(env)
+    .delete(transformations)
+    .where(and(eq(transformations.id, id), eq(transformations.orgId, auth.orgId)));
 }
 
 /**
@@ -141,19 +189,36 @@ export async function deleteTransformation(env: Env, auth: AuthContext, id: stri
  * Every failure is an AppError (400 naming the field or the limit, 404 when not visible).
  * Pipelines call this for their transformation steps.
  */
-export async function runTransformation(env: Env, auth: AuthContext, id: string, inputs: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function runTransformation(
+  env: Env,
+  auth: AuthContext,
+  id: string,
+  inputs: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
   return (await runTransformationWithLogs(env, auth, id, inputs)).result;
 }
 
 /** The same, with what the function printed (`console.*` / `print`), for the run route. */
-export async function runTransformationWithLogs(env: Env, auth: AuthContext, id: string, inputs: Record<string, unknown>): Promise<{ result: Record<string, unknown>; logs: string[] }> {
+export async function runTransformationWithLogs(
+  env: Env,
+  auth: AuthContext,
+  id: string,
+  inputs: Record<string, unknown>,
+): Promise<{ result: Record<string, unknown>; logs: string[] }> {
   const row = await loadVisible(env, auth, id);
   const inputSchema = schemaOrThrow(JSON.parse(row.inputSchema) as IoSchema, "input_schema");
   const outputSchema = schemaOrThrow(JSON.parse(row.outputSchema) as IoSchema, "output_schema");
   const inputProblem = validateAgainst(inputSchema, inputs, "inputs");
   if (inputProblem) throw badRequest(inputProblem);
 
-  const outcome = await runMetered(env, auth, { kind: "run", language: row.language, source: row.source, functionName: row.functionName, inputsJson: JSON.stringify(inputs), limits: sandboxLimits(env) });
+  const outcome = await runMetered(env, auth, {
+    kind: "run",
+    language: row.language,
+    source: row.source,
+    functionName: row.functionName,
+    inputsJson: JSON.stringify(inputs),
+    limits: sandboxLimits(env),
+  });
   if (!outcome.ok) throw sandboxError(outcome);
   let result: unknown;
   try {
@@ -162,7 +227,8 @@ export async function runTransformationWithLogs(env: Env, auth: AuthContext, id:
     // MicroPython's json.dumps prints what it cannot encode (sets, NaN) instead of refusing.
     throw badRequest("transformation must return a JSON object");
   }
-  if (typeof result !== "object" || result === null || Array.isArray(result)) throw badRequest("transformation must return a JSON object");
+  if (typeof result !== "object" || result === null || Array.isArray(result))
+    throw badRequest("transformation must return a JSON object");
   const outputProblem = validateAgainst(outputSchema, result, "outputs");
   if (outputProblem) throw badRequest(outputProblem);
   return { result: result as Record<string, unknown>, logs: outcome.logs ?? [] };

@@ -88,7 +88,8 @@ function childOf(path: string, [key, child]: [string, unknown]): [string, unknow
 /** JSON becomes `path: value` lines, one per leaf, in document order. */
 export function jsonToText(text: string): string {
   const depth = jsonDepth(text);
-  if (depth > PARSE_LIMITS.jsonDepth) throw new ExtractionError(`the JSON file nests ${depth} levels deep; Loom reads at most ${PARSE_LIMITS.jsonDepth}`);
+  if (depth > PARSE_LIMITS.jsonDepth)
+    throw new ExtractionError(`the JSON file nests ${depth} levels deep; Loom reads at most ${PARSE_LIMITS.jsonDepth}`);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -119,7 +120,9 @@ export function jsonToText(text: string): string {
       continue;
     }
     const i = frame.next++;
-    const [path, child] = frame.array ? [`${frame.path}[${i}]`, frame.children[i]] : childOf(frame.path, frame.children[i] as [string, unknown]);
+    const [path, child] = frame.array
+      ? [`${frame.path}[${i}]`, frame.children[i]]
+      : childOf(frame.path, frame.children[i] as [string, unknown]);
     const inner = open(child, path);
     if (inner) stack.push(inner);
   }

@@ -30,10 +30,23 @@ export function parserPlacement(env: Env, kind: FileKind): "loader" | "inline" {
   return env.LOADER && ISOLATED_KINDS.has(kind) ? "loader" : "inline";
 }
 
-const LABEL: Record<FileKind, string> = { text: "text", markdown: "Markdown", html: "HTML", csv: "CSV", json: "JSON", pdf: "PDF", docx: "DOCX" };
+const LABEL: Record<FileKind, string> = {
+  text: "text",
+  markdown: "Markdown",
+  html: "HTML",
+  csv: "CSV",
+  json: "JSON",
+  pdf: "PDF",
+  docx: "DOCX",
+};
 
 /** Reads a file's text where parserPlacement says; ExtractionError for every way it can fail. */
-export async function readDocumentText(env: Env, orgId: string, kind: FileKind, bytes: Uint8Array): Promise<ExtractedText> {
+export async function readDocumentText(
+  env: Env,
+  orgId: string,
+  kind: FileKind,
+  bytes: Uint8Array,
+): Promise<ExtractedText> {
   const loader = env.LOADER;
   if (!loader || parserPlacement(env, kind) === "inline") return extractText(kind, bytes);
   const cpuMs = parseCpuMs(env);
@@ -46,7 +59,9 @@ export async function readDocumentText(env: Env, orgId: string, kind: FileKind, 
       env: {},
       globalOutbound: null,
     }));
-    const response = await worker.getEntrypoint(undefined, { limits: { cpuMs } }).fetch(`http://parser/read?kind=${kind}`, { method: "POST", body: bytes });
+    const response = await worker
+      .getEntrypoint(undefined, { limits: { cpuMs } })
+      .fetch(`http://parser/read?kind=${kind}`, { method: "POST", body: bytes });
     if (!response.ok) throw new Error(`parser answered ${response.status}`);
     const answer = (await response.json()) as ParserAnswer;
     if ("error" in answer) throw new ExtractionError(answer.error);
@@ -55,7 +70,9 @@ export async function readDocumentText(env: Env, orgId: string, kind: FileKind, 
     if (error instanceof ExtractionError) throw error;
     // The isolate was stopped (CPU budget, its 128 MB of memory) or could not start.
     log(env.LOG_LEVEL, "warn", "document_parser_failed", { org_id: orgId, kind, cause: causeChain(error) });
-    throw new ExtractionError(`the ${LABEL[kind]} file could not be read within the parser's limits (${cpuMs} ms of CPU, KB_PARSE_CPU_MS; 128 MB of memory)`);
+    throw new ExtractionError(
+      `the ${LABEL[kind]} file could not be read within the parser's limits (${cpuMs} ms of CPU, KB_PARSE_CPU_MS; 128 MB of memory)`,
+    );
   }
 }
 
@@ -70,6 +87,8 @@ async function parserSource(env: Env): Promise<string> {
     return source;
   } catch (error) {
     // The document fails with the reason (a deployment without its assets), not the request.
-    throw new ExtractionError(`the document parser is not available: ${error instanceof Error ? error.message : String(error)}`);
+    throw new ExtractionError(
+      `the document parser is not available: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }

@@ -15,7 +15,22 @@ export function decodeEntities(text: string): string {
 }
 
 const HIDDEN = new Set(["script", "style", "noscript", "template"]);
-const BLOCKS = new Set(["p", "div", "br", "li", "tr", "section", "article", "header", "footer", "ul", "ol", "table", "blockquote", "pre"]);
+const BLOCKS = new Set([
+  "p",
+  "div",
+  "br",
+  "li",
+  "tr",
+  "section",
+  "article",
+  "header",
+  "footer",
+  "ul",
+  "ol",
+  "table",
+  "blockquote",
+  "pre",
+]);
 
 /** Visible text of an HTML page: scripts and styles dropped, block elements become line breaks. */
 export function htmlToText(html: string): string {

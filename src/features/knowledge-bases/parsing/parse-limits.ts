@@ -40,6 +40,9 @@ export class TextBudget {
   /** Records `chars` more characters; throws once the file has given more than the limit. */
   spend(chars: number): void {
     this.used += chars;
-    if (this.used > this.limit) throw new ExtractionError(`the ${this.label} file gives more than ${this.limit} characters of text; Loom reads at most ${this.limit}`);
+    if (this.used > this.limit)
+      throw new ExtractionError(
+        `the ${this.label} file gives more than ${this.limit} characters of text; Loom reads at most ${this.limit}`,
+      );
   }
 }

@@ -18,7 +18,12 @@ export default {
       const answer: ParserAnswer = { pages: (await extractText(kind, bytes, readPdf)).pages };
       return Response.json(answer);
     } catch (error) {
-      const answer: ParserAnswer = { error: error instanceof ExtractionError ? error.message : `the file could not be read (${error instanceof Error ? error.message : "unknown error"})` };
+      const answer: ParserAnswer = {
+        error:
+          error instanceof ExtractionError
+            ? error.message
+            : `the file could not be read (${error instanceof Error ? error.message : "unknown error"})`,
+      };
       return Response.json(answer);
     }
   },

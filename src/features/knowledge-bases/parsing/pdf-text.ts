@@ -37,10 +37,17 @@ export function pdfToPages(bytes: Uint8Array): Promise<string[]> {
 async function readPdf(bytes: Uint8Array): Promise<string[]> {
   const meter = new DocumentDecodeMeter();
   loomSetDecodeMeter(meter);
-  const task = getDocument({ data: bytes.slice(), useSystemFonts: false, disableFontFace: true, enableXfa: false, verbosity: 0 });
+  const task = getDocument({
+    data: bytes.slice(),
+    useSystemFonts: false,
+    disableFontFace: true,
+    enableXfa: false,
+    verbosity: 0,
+  });
   try {
     const pdf = await task.promise;
-    if (pdf.numPages > PARSE_LIMITS.pdfPages) throw new ExtractionError(`the PDF file has ${pdf.numPages} pages; Loom reads at most ${PARSE_LIMITS.pdfPages}`);
+    if (pdf.numPages > PARSE_LIMITS.pdfPages)
+      throw new ExtractionError(`the PDF file has ${pdf.numPages} pages; Loom reads at most ${PARSE_LIMITS.pdfPages}`);
     const budget = new TextBudget("PDF");
     const pages: string[] = [];
     // One page at a time (not all at once), so a page count cannot fan out into that many reads.

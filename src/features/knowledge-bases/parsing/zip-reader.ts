@@ -35,7 +35,8 @@ interface CentralEntry {
 }
 
 const u16 = (b: Uint8Array, at: number): number => b[at] | (b[at + 1] << 8);
-const u32 = (b: Uint8Array, at: number): number => (b[at] | (b[at + 1] << 8) | (b[at + 2] << 16) | (b[at + 3] << 24)) >>> 0;
+const u32 = (b: Uint8Array, at: number): number =>
+  (b[at] | (b[at + 1] << 8) | (b[at + 2] << 16) | (b[at + 3] << 24)) >>> 0;
 /** A 64-bit little-endian size; anything past 2^53 is past every limit anyway. */
 const u64 = (b: Uint8Array, at: number): number => u32(b, at) + u32(b, at + 4) * 2 ** 32;
 
@@ -45,16 +46,25 @@ const FULL = 0xffffffff;
  * Reads the named entries of a zip archive, inflated. `label` names the format in messages
  * ("DOCX"). Throws ExtractionError for a corrupt archive or one past a limit.
  */
-export function readZipEntries(bytes: Uint8Array, label: string, wanted: (name: string) => boolean, limits: ZipLimits = DEFAULT_LIMITS): Map<string, Uint8Array> {
-  const corrupt = (): ExtractionError => new ExtractionError(`the ${label} file is corrupt (not a readable zip archive)`);
+export function readZipEntries(
+  bytes: Uint8Array,
+  label: string,
+  wanted: (name: string) => boolean,
+  limits: ZipLimits = DEFAULT_LIMITS,
+): Map<string, Uint8Array> {
+  const corrupt = (): ExtractionError =>
+    new ExtractionError(`the ${label} file is corrupt (not a readable zip archive)`);
   const entries = centralDirectory(bytes, label, limits, corrupt);
   const out = new Map<string, Uint8Array>();
   let inflated = 0;
   for (const entry of entries) {
     if (!wanted(entry.name) || out.has(entry.name)) continue;
-    if (entry.encrypted) throw new ExtractionError(`the ${label} file is encrypted (${entry.name}); Loom reads only unencrypted files`);
+    if (entry.encrypted)
+      throw new ExtractionError(`the ${label} file is encrypted (${entry.name}); Loom reads only unencrypted files`);
     const tooBig = (): ExtractionError =>
-      new ExtractionError(`the ${label} file inflates past ${limits.inflatedBytes} bytes (${entry.name}); Loom reads at most ${limits.inflatedBytes} bytes from an archive, whatever its headers declare`);
+      new ExtractionError(
+        `the ${label} file inflates past ${limits.inflatedBytes} bytes (${entry.name}); Loom reads at most ${limits.inflatedBytes} bytes from an archive, whatever its headers declare`,
+      );
     // Cheap refusal before any work when the header itself admits the size.
     if (inflated + entry.declaredSize > limits.inflatedBytes) throw tooBig();
     const data = entryData(bytes, entry, corrupt);
@@ -67,12 +77,17 @@ export function readZipEntries(bytes: Uint8Array, label: string, wanted: (name: 
       const ratioCap = Math.max(limits.ratioFloorBytes, data.length * limits.ratio);
       const result = inflateCapped(data, Math.min(budget, ratioCap), corrupt);
       if (result === "over") {
-        if (ratioCap < budget) throw new ExtractionError(`the ${label} file's ${entry.name} inflates to more than ${limits.ratio} times its compressed size; Loom reads at most ${limits.ratio}:1`);
+        if (ratioCap < budget)
+          throw new ExtractionError(
+            `the ${label} file's ${entry.name} inflates to more than ${limits.ratio} times its compressed size; Loom reads at most ${limits.ratio}:1`,
+          );
         throw tooBig();
       }
       content = result;
     } else {
-      throw new ExtractionError(`the ${label} file compresses ${entry.name} with method ${entry.method}; Loom reads stored and deflated entries only`);
+      throw new ExtractionError(
+        `the ${label} file compresses ${entry.name} with method ${entry.method}; Loom reads stored and deflated entries only`,
+      );
     }
     inflated += content.length;
     out.set(entry.name, content);
@@ -80,7 +95,12 @@ export function readZipEntries(bytes: Uint8Array, label: string, wanted: (name: 
   return out;
 }
 
-function centralDirectory(bytes: Uint8Array, label: string, limits: ZipLimits, corrupt: () => ExtractionError): CentralEntry[] {
+function centralDirectory(
+  bytes: Uint8Array,
+  label: string,
+  limits: ZipLimits,
+  corrupt: () => ExtractionError,
+): CentralEntry[] {
   // The end-of-central-directory record sits in the last 22 bytes plus at most a 64 KiB comment.
   let eocd = -1;
   for (let at = bytes.length - 22; at >= Math.max(0, bytes.length - 22 - 0xffff); at--) {
@@ -102,7 +122,10 @@ function centralDirectory(bytes: Uint8Array, label: string, limits: ZipLimits, c
     size = u64(bytes, record + 40);
     offset = u64(bytes, record + 48);
   }
-  if (count > limits.entries) throw new ExtractionError(`the ${label} file's archive lists ${count} entries; Loom reads archives of at most ${limits.entries}`);
+  if (count > limits.entries)
+    throw new ExtractionError(
+      `the ${label} file's archive lists ${count} entries; Loom reads archives of at most ${limits.entries}`,
+    );
   if (offset + size > bytes.length) throw corrupt();
   const entries: CentralEntry[] = [];
   const names = new TextDecoder();
