@@ -4,7 +4,18 @@ import tseslint from "typescript-eslint";
 
 export default [
   // test-client/ is compiled by its own test against types generated at test time (not in any tsconfig).
-  { ignores: ["test-client/**", "**/generated/**", "public/**", ".eval/**", ".wrangler/**", "node_modules/**", "**/*.js", "**/*.mjs"] },
+  {
+    ignores: [
+      "test-client/**",
+      "**/generated/**",
+      "public/**",
+      ".eval/**",
+      ".wrangler/**",
+      "node_modules/**",
+      "**/*.js",
+      "**/*.mjs",
+    ],
+  },
   {
     files: ["**/*.ts"],
     languageOptions: {
