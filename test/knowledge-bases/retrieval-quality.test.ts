@@ -26,12 +26,14 @@ describe("hybrid fusion over standardised scores", () => {
       const mean = xs.reduce((a, v) => a + v, 0) / xs.length;
       return (x - mean) / Math.sqrt(xs.reduce((a, v) => a + (v - mean) ** 2, 0) / xs.length);
     };
-    const expected = 0.2 * z([0.51, 0.5, 0.2, 0.1], 0.5) + 0.8 * z([12, 4, 3, 1], 12);
+    // The keyword list is BM25: standardised over a head of 100 where the chunks it lacks score 0.
+    const keywordHead = [12, 4, 3, 1, ...Array<number>(96).fill(0)];
+    const expected = 0.2 * z([0.51, 0.5, 0.2, 0.1], 0.5) + 0.8 * z(keywordHead, 12);
     expect(fused[0].score).toBeCloseTo(expected, 9);
     expect(fused[0].score).toBeGreaterThan(1);
   });
 
-  it("gives an item missing from a list that list's lowest score, and counts a list of equal scores as presence", () => {
+  it("gives an item missing from the vector list that list's lowest score, and one missing from the keyword list BM25's 0", () => {
     const fused = weightedFusion(
       [
         { id: "v", score: 0.9 },
@@ -44,9 +46,14 @@ describe("hybrid fusion over standardised scores", () => {
       0.5,
     );
     const score = new Map(fused.map((s) => [s.id, s.score]));
-    // "v" is missing from the keyword list: it gets the keyword list's lowest z (-1), as "only-k" does.
-    expect(score.get("v")).toBeCloseTo(0.5 * 1 + 0.5 * -1, 9);
-    expect(score.get("only-k")).toBeCloseTo(0.5 * -1 + 0.5 * -1, 9);
+    const z = (xs: number[], x: number): number => {
+      const mean = xs.reduce((a, v) => a + v, 0) / xs.length;
+      return (x - mean) / Math.sqrt(xs.reduce((a, v) => a + (v - mean) ** 2, 0) / xs.length);
+    };
+    const keywordHead = [5, 1, ...Array<number>(98).fill(0)];
+    // "v" is missing from the keyword list: it scores 0 there; "only-k" is missing from the vector list: its lowest z (-1).
+    expect(score.get("v")).toBeCloseTo(0.5 * 1 + 0.5 * z(keywordHead, 0), 9);
+    expect(score.get("only-k")).toBeCloseTo(0.5 * -1 + 0.5 * z(keywordHead, 1), 9);
     const flat = weightedFusion(
       [
         { id: "a", score: 0.3 },
@@ -56,6 +63,14 @@ describe("hybrid fusion over standardised scores", () => {
       0.5,
     );
     expect(flat.every((s) => Number.isFinite(s.score))).toBe(true);
+  });
+
+  it("keeps the only chunk holding a rare query term above every vector neighbour", () => {
+    // One keyword hit (a term one chunk holds) against 200 vector candidates, the hit among the weakest of them.
+    const vector = Array.from({ length: 200 }, (_, i) => ({ id: `n${i}`, score: 0.9 - i * 0.004 }));
+    vector.push({ id: "hit", score: 0.05 });
+    const fused = weightedFusion(vector, [{ id: "hit", score: 7.5 }], 0.2);
+    expect(fused[0].id).toBe("hit");
   });
 });
 

@@ -26,28 +26,39 @@ const STANDARDISE_HEAD = 100;
  * Scores as z-scores (mean and spread of the list's head), and the score an item missing from the
  * list gets: the list's lowest, or 0 if that is higher. Unlike min-max, a list's scale is set by
  * its head as a whole rather than by its two extremes (one far-ahead hit, one stray tail item).
+ *
+ * `unmatched`: the score every item not in the list truly has (BM25 gives a chunk with none of the
+ * query's terms 0). A list shorter than the head is padded with it, and a missing item gets it:
+ * otherwise a term only one chunk holds made a one-item list whose hit stood at z = 1, no more than
+ * an ordinary vector neighbour, and lost to it.
  */
-function standardise<K extends string | number>(list: Scored<K>[]): { z: Map<K, number>; missing: number } {
+function standardise<K extends string | number>(
+  list: Scored<K>[],
+  unmatched?: number,
+): { z: Map<K, number>; missing: number } {
   const z = new Map<K, number>();
   if (list.length === 0) return { z, missing: 0 };
-  const head = list.slice(0, STANDARDISE_HEAD);
-  const mean = head.reduce((a, item) => a + item.score, 0) / head.length;
-  const spread = Math.sqrt(head.reduce((a, item) => a + (item.score - mean) ** 2, 0) / head.length);
+  const head = list.slice(0, STANDARDISE_HEAD).map((item) => item.score);
+  if (unmatched !== undefined) while (head.length < STANDARDISE_HEAD) head.push(unmatched);
+  const mean = head.reduce((a, score) => a + score, 0) / head.length;
+  const spread = Math.sqrt(head.reduce((a, score) => a + (score - mean) ** 2, 0) / head.length);
+  const zOf = (score: number): number => (spread > 0 ? (score - mean) / spread : 1);
   let lowest = 0;
   for (const item of list) {
     // All scores equal: being in the list is all it says.
-    const value = spread > 0 ? (item.score - mean) / spread : 1;
+    const value = zOf(item.score);
     z.set(item.id, value);
     lowest = Math.min(lowest, value);
   }
-  return { z, missing: lowest };
+  return { z, missing: unmatched !== undefined && spread > 0 ? zOf(unmatched) : lowest };
 }
 
 /**
  * `alpha * vector + (1 - alpha) * keyword` over standardised scores (CombSUM of z-scores): 0 is an
  * average candidate, the best are a few units above. Left unscaled on purpose: keyword feedback
  * weighs its feedback chunks by these scores, and rescaling the list to [0, 1] made the top five
- * weigh nearly the same (measured lower on both collections, BENCHMARKS.md).
+ * weigh nearly the same (measured lower on both collections, BENCHMARKS.md). Keyword scores are
+ * BM25, so a chunk the keyword list lacks scores 0 there.
  */
 export function weightedFusion<K extends string | number>(
   vector: Scored<K>[],
@@ -55,7 +66,7 @@ export function weightedFusion<K extends string | number>(
   alpha: number,
 ): Scored<K>[] {
   const v = standardise(vector);
-  const k = standardise(keyword);
+  const k = standardise(keyword, 0);
   const mixed = new Map<K, number>();
   for (const id of new Set([...v.z.keys(), ...k.z.keys()]))
     mixed.set(id, alpha * (v.z.get(id) ?? v.missing) + (1 - alpha) * (k.z.get(id) ?? k.missing));
