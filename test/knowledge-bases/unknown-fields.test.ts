@@ -43,6 +43,30 @@ describe("Group A: unknown body fields answer as before, plus a warning each", (
     expect(formBody.warnings).toEqual(["unknown field config.scor_cutoff ignored"]);
   });
 
+  it("typos inside search_metadata, an index config and url_data answer as before, with a warning each", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const { id } = (await (await call("/v1/knowledge-base", json({ name: "meta" }, bearer(key)))).json()) as {
+      id: string;
+    };
+    const [status, body] = await read(
+      await call(
+        `/v1/knowledge-base/${id}/query`,
+        json({ query: "anything", search_metadata: { top_k: 3, scor_cutoff: 0.5 } }, bearer(key)),
+      ),
+    );
+    expect(status).toBe(200);
+    expect(body.warnings).toEqual(["unknown field search_metadata.scor_cutoff ignored"]);
+    const file = {
+      file: { type: "file", raw_bytes: btoa("Some text."), metadata: { name: "a.txt", mime_type: "text/plain" } },
+    };
+    const [indexStatus, indexed] = await read(
+      await call(`/v1/knowledge-base/${id}/index`, json({ file_data: file, config: { chunksize: 50 } }, bearer(key))),
+    );
+    expect(indexStatus).toBe(200);
+    expect(indexed.warnings).toEqual(["unknown field config.chunksize ignored"]);
+  });
+
   it("a body with only declared fields (nulls included, as the SDK sends them) has no warnings; errors are unchanged", async () => {
     const org = await seedOrg();
     const [, body] = await read(

@@ -77,26 +77,24 @@ const FileData = z
       ctx.addIssue({ code: "custom", path: ["file"], message: "Invalid input: expected object, received undefined" });
   });
 
-export const IndexConfig = z
-  .object({
-    index_tables: zBool().optional(),
-    analyze_documents: zBool().optional(),
-    enrichment_tasks: zArray(z.string().max(200), 20).optional(),
-    file_processing_implementation: z.literal("Default").optional(),
-    chunk_size: chunkSize().optional(),
-    chunk_overlap: chunkOverlap().optional(),
-    scraper_api_key: z
-      .string()
-      .max(500)
-      .optional()
-      .openapi({ description: "Accepted and ignored, never stored: Loom fetches its sources and web pages itself." }),
-    apify_key: z
-      .string()
-      .max(500)
-      .optional()
-      .openapi({ description: "The hosted SDK's name for `scraper_api_key`; accepted and ignored alike." }),
-  })
-  .strict();
+export const IndexConfig = z.object({
+  index_tables: zBool().optional(),
+  analyze_documents: zBool().optional(),
+  enrichment_tasks: zArray(z.string().max(200), 20).optional(),
+  file_processing_implementation: z.literal("Default").optional(),
+  chunk_size: chunkSize().optional(),
+  chunk_overlap: chunkOverlap().optional(),
+  scraper_api_key: z
+    .string()
+    .max(500)
+    .optional()
+    .openapi({ description: "Accepted and ignored, never stored: Loom fetches its sources and web pages itself." }),
+  apify_key: z
+    .string()
+    .max(500)
+    .optional()
+    .openapi({ description: "The hosted SDK's name for `scraper_api_key`; accepted and ignored alike." }),
+});
 
 const SourceRef = () => zString(1, 2000);
 
@@ -105,42 +103,37 @@ export const URL_LIMIT_DEFAULT = 10;
 export const URL_LIMIT_MAX = 100;
 export const RESCRAPE_FREQUENCIES = ["Never", "Daily", "Weekly", "Monthly"] as const;
 
-const UrlRequest = z
-  .object({
-    url: zString(1, 2000).openapi({ description: "The page to index: an http or https URL of a named public host." }),
-    recursive: zBool().optional().default(false).openapi({
-      description: "Also index pages of the same site linked from it, breadth-first, up to `url_limit` pages in all.",
+const UrlRequest = z.object({
+  url: zString(1, 2000).openapi({ description: "The page to index: an http or https URL of a named public host." }),
+  recursive: zBool().optional().default(false).openapi({
+    description: "Also index pages of the same site linked from it, breadth-first, up to `url_limit` pages in all.",
+  }),
+  return_type: z.enum(["CHUNKS", "CONTENT"]).optional().default("CHUNKS").openapi({
+    description: "`CHUNKS`: one document per page. `CONTENT`: one document for the whole crawl, one page per web page.",
+  }),
+  url_limit: zInt(1, URL_LIMIT_MAX)
+    .optional()
+    .openapi({
+      description: `Pages indexed at most, counting the first (default ${URL_LIMIT_DEFAULT}, at most ${URL_LIMIT_MAX}).`,
     }),
-    return_type: z.enum(["CHUNKS", "CONTENT"]).optional().default("CHUNKS").openapi({
-      description:
-        "`CHUNKS`: one document per page. `CONTENT`: one document for the whole crawl, one page per web page.",
-    }),
-    url_limit: zInt(1, URL_LIMIT_MAX)
-      .optional()
-      .openapi({
-        description: `Pages indexed at most, counting the first (default ${URL_LIMIT_DEFAULT}, at most ${URL_LIMIT_MAX}).`,
-      }),
-    ai_enhance_content: zBool()
-      .optional()
-      .openapi({ description: "Accepted; Loom indexes the page's own text and does not rewrite it with a model." }),
-    apify_key: z
-      .string()
-      .max(500)
-      .optional()
-      .openapi({ description: "Accepted and ignored, never stored: Loom fetches pages itself." }),
-  })
-  .strict();
+  ai_enhance_content: zBool()
+    .optional()
+    .openapi({ description: "Accepted; Loom indexes the page's own text and does not rewrite it with a model." }),
+  apify_key: z
+    .string()
+    .max(500)
+    .optional()
+    .openapi({ description: "Accepted and ignored, never stored: Loom fetches pages itself." }),
+});
 
-const UrlData = z
-  .object({
-    request: zJsonObject(UrlRequest),
-    rescrape_frequency: z
-      .enum(RESCRAPE_FREQUENCIES)
-      .optional()
-      .default("Never")
-      .openapi({ description: "How often the index object fetches the pages again and replaces their documents." }),
-  })
-  .strict();
+const UrlData = z.object({
+  request: zJsonObject(UrlRequest),
+  rescrape_frequency: z
+    .enum(RESCRAPE_FREQUENCIES)
+    .optional()
+    .default("Never")
+    .openapi({ description: "How often the index object fetches the pages again and replaces their documents." }),
+});
 
 export const IndexBody = z
   .object({
@@ -161,15 +154,13 @@ export const IndexBody = z
   })
   .openapi("KnowledgeBaseIndexBody");
 
-const SearchMetadata = z
-  .object({
-    filter: z.union([z.string().max(MAX_FILTER_CHARS), z.record(z.string(), z.unknown())]).optional(),
-    searchengine_filter: z.union([z.string().max(MAX_FILTER_CHARS), z.record(z.string(), z.unknown())]).optional(),
-    opensearch_filter: z.union([z.string().max(MAX_FILTER_CHARS), z.record(z.string(), z.unknown())]).optional(),
-    top_k: zInt(1, MAX_QUERY_TOP_K).optional(),
-    group_by_key: zString(1, 128).optional(),
-  })
-  .strict();
+const SearchMetadata = z.object({
+  filter: z.union([z.string().max(MAX_FILTER_CHARS), z.record(z.string(), z.unknown())]).optional(),
+  searchengine_filter: z.union([z.string().max(MAX_FILTER_CHARS), z.record(z.string(), z.unknown())]).optional(),
+  opensearch_filter: z.union([z.string().max(MAX_FILTER_CHARS), z.record(z.string(), z.unknown())]).optional(),
+  top_k: zInt(1, MAX_QUERY_TOP_K).optional(),
+  group_by_key: zString(1, 128).optional(),
+});
 
 const QueryConfig = z.object({
   rerank_documents: zBool().optional(),
