@@ -1,6 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { AppError } from "../lib/errors";
+import { AGENT_RUN_SCHEMA } from "./agent-run-object.schema";
+import { ownSchema } from "./sqlite-schema";
 import type { ChatMessage, ChatModel, ChatResult, ToolCall } from "../providers/types";
 import { answerOutputName } from "../features/agents/agent-definition";
 import { agentChatModel } from "../features/agents/agent-models";
@@ -33,7 +35,7 @@ import {
 } from "../features/agents/agent-tools";
 
 export type { AgentRunView } from "../features/agents/agent-run-view";
-type AgentRunActionResult = { ok: true; run: AgentRunView } | { ok: false; status: string; error: string };
+export type AgentRunActionResult = { ok: true; run: AgentRunView } | { ok: false; status: string; error: string };
 
 /** If the object is evicted mid-run, this alarm picks the run up again after the last saved step. */
 const LEASE_MS = 60_000;
@@ -60,6 +62,7 @@ export class AgentRunObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    ownSchema(ctx, AGENT_RUN_SCHEMA);
     this.store = new AgentRunStore(ctx.storage.sql);
     this.deps = agentRunDepsProvider.create(env);
   }

@@ -1,4 +1,6 @@
+import { env } from "cloudflare:test";
 import type { Env } from "../../src/env";
+import { runStub } from "../../src/features/pipelines/pipeline-runs.service";
 import {
   nodeServicesProvider,
   productionNodeServices,
@@ -70,17 +72,25 @@ export async function createPipeline(key: string, definition: Body, name = uniqu
   return String(created.body.id);
 }
 
-/** Polls the status route until the run leaves in_progress (or the attempts run out). */
+/**
+ * Reads the status route until the run leaves in_progress (or `until` holds). Between reads it
+ * waits on the run object itself (`waitForChange` answers when the run's version moves), so no
+ * timer orders anything; the attempt count and the RPC's timeout only bound how long a run that
+ * never gets there takes to fail.
+ */
 export async function waitForRun(
   key: string,
   pipelineId: string,
   runId: string,
   until: (status: string) => boolean = (s) => s !== "in_progress",
 ): Promise<Body> {
+  const stub = runStub(env, runId);
   for (let i = 0; i < 600; i++) {
+    // The version is read before the route, so a change between the two wakes the wait at once.
+    const known = (await stub.status())?.version ?? -1;
     const status = await send(key, "GET", `/v1/pipeline/${pipelineId}/run/status/${runId}`);
     if (until(String(status.body.status))) return status.body;
-    await new Promise((r) => setTimeout(r, 25));
+    await stub.waitForChange(known, 5_000);
   }
   throw new Error(`run ${runId} did not settle`);
 }

@@ -48,12 +48,33 @@ async function crash(runId: string): Promise<void> {
   await runInDurableObject(stubOf(runId), (_instance, state) => state.abort("simulated crash")).catch(() => undefined);
 }
 
-async function waitFor(check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 10));
+/**
+ * Waits until a transformation call of `id` has begun, reading `runId`'s status between checks:
+ * each round is a round trip to the object, not a timer. (Letting the call resolve a promise the
+ * test awaits hung the crash test: the test then seems to continue inside the object's request,
+ * which the simulated crash aborts.) The round count only bounds failure.
+ */
+async function untilCalled(id: string, runId: string): Promise<void> {
+  for (let round = 0; round < 10_000; round++) {
+    if (calls.includes(id)) return;
+    await view(runId);
   }
-  throw new Error("condition never held");
+  throw new Error(`transformation ${id} was never called`);
+}
+
+/**
+ * Reads the run until `check` holds, waiting between reads on the object's own change signal
+ * (`waitForChange` answers when the run's version moves), so no timer orders anything; the
+ * round count and the RPC's timeout only bound how long a run that never gets there takes to fail.
+ */
+async function untilView(runId: string, check: (v: RunView) => boolean): Promise<RunView> {
+  const stub = runStub(env, runId);
+  for (let round = 0; round < 100; round++) {
+    const current = await view(runId);
+    if (check(current)) return current;
+    await stub.waitForChange(current.version, 5_000);
+  }
+  throw new Error(`run ${runId} never reached the awaited state`);
 }
 
 function node(v: RunView, id: string) {
@@ -99,7 +120,7 @@ describe("pipelines: durability (alarms driven by hand)", () => {
     calls.length = 0;
     block(T2); // t2's first call never returns: the object dies while it is in flight.
     const firstAlarm = runDurableObjectAlarm(stubOf(runId)).catch((e: unknown) => e);
-    for (let i = 0; i < 1000 && !calls.includes(T2); i++) await new Promise((r) => setTimeout(r, 10));
+    await untilCalled(T2, runId);
     expect(calls).toEqual([T1, T2]);
     const mid = await view(runId);
     expect(node(mid, "t1")).toMatchObject({ status: "completed", outputs: { sum: 2 }, attempts: 1 });
@@ -134,12 +155,14 @@ describe("pipelines: durability (alarms driven by hand)", () => {
     calls.length = 0;
     const release = block(T1);
     const firstAlarm = runDurableObjectAlarm(stubOf(runId)).catch((e: unknown) => e);
-    await waitFor(() => calls.includes(T1));
+    await untilCalled(T1, runId);
     await crash(runId);
     await firstAlarm;
 
     const secondAlarm = runDurableObjectAlarm(stubOf(runId));
-    await new Promise((r) => setTimeout(r, 50));
+    // The fresh instance has launched the node again (with the child run id it persisted) while the
+    // child's step is still blocked; only then does the child finish.
+    await untilView(runId, (v) => node(v, "sub").attempts === 2);
     release(); // the child run, alive in its own object, finishes its step
     expect(await secondAlarm).toBe(true);
     const after = await view(runId);
@@ -192,7 +215,8 @@ describe("pipelines: durability (alarms driven by hand)", () => {
     calls.length = 0;
     const release = block(T1);
     const alarm = runDurableObjectAlarm(stubOf(runId));
-    await waitFor(async () => node(await view(runId), "fast").status === "completed" && calls.includes(T1));
+    await untilCalled(T1, runId);
+    await untilView(runId, (v) => node(v, "fast").status === "completed");
     expect(await runStub(env, runId).pause()).toMatchObject({ ok: true, run: { status: "paused" } });
     release();
     await alarm;

@@ -4,7 +4,7 @@ import { seedOrg } from "../helpers";
 import type { AuthContext, Env } from "../../src/env";
 import { AppError } from "../../src/lib/errors";
 import { resumeRuns, terminateRun } from "../../src/features/pipelines/pipeline-run-control";
-import { bulkRunPipeline, startPipelineRun } from "../../src/features/pipelines/pipeline-runs.service";
+import { bulkRunPipeline, runStub, startPipelineRun } from "../../src/features/pipelines/pipeline-runs.service";
 import { productionNodeServices } from "../../src/features/pipelines/pipeline-services";
 import { createPipeline, send, SMALLEST, uniqueName, useServices, NAP } from "./fixtures";
 
@@ -42,11 +42,21 @@ const treeSize = (rootRunId: string) =>
 const inProgress = (orgId: string) =>
   count("SELECT count(*) AS n FROM pipeline_runs WHERE org_id = ? AND status IN ('queued', 'running')", orgId);
 
-/** Polls the run index (the state the limits read) until nothing of the organization is in progress. */
+/**
+ * Waits until nothing of the organization is in progress in the run index (the state the limits
+ * read). Each round waits on the in-progress runs' own objects (`waitUntilSettled` answers when
+ * the run settles), not on a timer; a round that finds them settled but the index not yet synced
+ * reads again at once. The round count only bounds how long a run that never settles takes to fail.
+ */
 async function untilIdle(orgId: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if ((await inProgress(orgId)) === 0) return;
-    await new Promise((r) => setTimeout(r, 20));
+  for (let round = 0; round < 1000; round++) {
+    const open = await env.DB.prepare(
+      "SELECT id FROM pipeline_runs WHERE org_id = ? AND status IN ('queued', 'running')",
+    )
+      .bind(orgId)
+      .all<{ id: string }>();
+    if (open.results.length === 0) return;
+    await Promise.all(open.results.map((run) => runStub(env, run.id).waitUntilSettled(5_000)));
   }
   throw new Error("runs never settled");
 }

@@ -167,10 +167,15 @@ describe("pipelines: definitions and run control", () => {
       runs: [{ inputs: { q: "a" } }, { inputs: { q: "b" } }],
     });
     expect(bulk.body).toEqual({ status: "success", run_ids: [expect.any(String), expect.any(String)] });
-    await new Promise((r) => setTimeout(r, 5));
     const bulk2 = await send(key, "POST", `/v1/pipeline/${id}/bulk_run`, { runs: [{ inputs: { q: "c" } }] });
     const ids = [...(bulk.body.run_ids as string[]), ...(bulk2.body.run_ids as string[])];
     for (const runId of ids) await waitForRun(key, id, runId);
+    // Both bulk calls may fall in the same millisecond; rather than sleep between them, the first
+    // call's runs are dated an hour back in the run index (the index sync never writes created_at).
+    const older = new Date(Date.now() - 3_600_000).toISOString();
+    await env.DB.prepare("UPDATE pipeline_runs SET created_at = ? WHERE id IN (?, ?)")
+      .bind(older, ...(bulk.body.run_ids as string[]))
+      .run();
     const results = await Promise.all(ids.map((runId) => send(key, "GET", `/v1/pipeline/${id}/run/status/${runId}`)));
     expect(results.map((r) => (r.body.result as { answer: string }).answer)).toEqual(["Hello a", "Hello b", "Hello c"]);
 

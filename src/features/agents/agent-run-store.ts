@@ -65,16 +65,8 @@ export interface AgentRunRecord {
 }
 
 export class AgentRunStore {
-  constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), init TEXT NOT NULL, status TEXT NOT NULL, error TEXT, output TEXT,
-      input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, steps INTEGER NOT NULL DEFAULT 0, tool_errors INTEGER NOT NULL DEFAULT 0,
-      active_ms INTEGER NOT NULL DEFAULT 0, resumed_at INTEGER NOT NULL, version INTEGER NOT NULL DEFAULT 0, index_pending INTEGER NOT NULL DEFAULT 0)`);
-    sql.exec("CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT NOT NULL)");
-    sql.exec(
-      "CREATE TABLE IF NOT EXISTS results (call_id TEXT PRIMARY KEY, content TEXT NOT NULL, is_error INTEGER NOT NULL)",
-    );
-    sql.exec("CREATE TABLE IF NOT EXISTS decisions (call_id TEXT PRIMARY KEY, kind TEXT NOT NULL, answer TEXT)");
-  }
+  /** The tables are AGENT_RUN_SCHEMA's, applied by the object's constructor before any call. */
+  constructor(private readonly sql: SqlStorage) {}
 
   create(init: AgentRunInit, now: number): void {
     this.sql.exec(
