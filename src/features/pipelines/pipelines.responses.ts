@@ -1,4 +1,41 @@
 import { z } from "@hono/zod-openapi";
+import { fetchedObjectOf, objectListOf, ownedRecordShape } from "../../lib/response-schemas";
+
+const FreeObject = z.record(z.string(), z.unknown());
+const GraphNode = z
+  .object({ id: z.string(), type: z.string(), config: FreeObject.openapi({ description: "The node's parameters" }) })
+  .openapi("PipelineGraphNode");
+const GraphEdge = z
+  .object({
+    source: z.string(),
+    target: z.string(),
+    source_output: z.string().optional(),
+    target_input: z.string().optional(),
+  })
+  .openapi("PipelineGraphEdge");
+
+/**
+ * pipelineAnswer's fields (pipelines.service.ts). The editor document's parts (`nodes` keyed by id,
+ * `canvas_metadata`, `inputs`, `outputs`) are what the author wrote and stay free-form; `graph` is Loom's typed form.
+ */
+export const Pipeline = z
+  .object({
+    ...ownedRecordShape,
+    edges: z.array(GraphEdge),
+    settings: z.object({ max_steps: z.number().int(), node_timeout_seconds: z.number().int() }),
+    version: z.number().int(),
+    branch_id: z.string(),
+    mainBranch: z.string(),
+    format: z.enum(["editor", "loom"]),
+    nodes: z.record(z.string(), FreeObject),
+    canvas_metadata: FreeObject,
+    inputs: FreeObject,
+    outputs: FreeObject,
+    graph: z.object({ nodes: z.array(GraphNode), edges: z.array(GraphEdge) }),
+  })
+  .openapi("Pipeline");
+export const PipelineFetched = fetchedObjectOf("Pipeline", Pipeline);
+export const PipelineList = objectListOf("Pipeline", Pipeline);
 
 const Outputs = z.record(z.string(), z.unknown());
 

@@ -1,0 +1,103 @@
+import { describe, expect, it } from "vitest";
+import { bearer, call, seedOrg } from "../helpers";
+import { createKb, indexText } from "../knowledge-bases/kb-fixtures";
+import { SMALLEST, createPipeline } from "../pipelines/fixtures";
+import { createDoubleJs } from "../transformations/fixtures";
+import { checkResponse, openApiDoc, type JsonSchema, type OpenApiDoc } from "./openapi-contract";
+
+/*
+ * Issue 12: a client generated from /openapi.json must read a record's own fields typed. Each
+ * record below is fetched for real; its body must validate against the documented schema, and
+ * every field it carries must be declared by its named component (so none is typed `unknown`).
+ */
+
+type Schema = JsonSchema & { $ref?: string; properties?: Record<string, unknown>; allOf?: Schema[] };
+
+/** The component's declared property names, following $ref and allOf (zod's extend). */
+function declared(doc: OpenApiDoc, schema: Schema): Set<string> {
+  if (schema.$ref) return declared(doc, doc.components.schemas[schema.$ref.split("/").pop() ?? ""] as Schema);
+  const own = Object.keys(schema.properties ?? {});
+  return new Set([...own, ...(schema.allOf ?? []).flatMap((part) => [...declared(doc, part)])]);
+}
+
+function undeclaredFields(doc: OpenApiDoc, component: string, record: Record<string, unknown>): string[] {
+  const known = declared(doc, { $ref: `#/components/schemas/${component}` });
+  expect(known.size, component).toBeGreaterThan(3);
+  return Object.keys(record).filter((key) => !known.has(key));
+}
+
+async function fetchChecked(doc: OpenApiDoc, path: string, concrete: string, key: string): Promise<unknown> {
+  const response = await call(concrete, { headers: bearer(key) });
+  const copy = response.clone();
+  expect(await checkResponse(doc, "get", path, response, concrete)).toEqual([]);
+  expect(copy.status, concrete).toBe(200);
+  return copy.json();
+}
+
+type Fetched = { object: Record<string, unknown> };
+type Listed = { objects: Record<string, unknown>[] };
+
+describe("records in responses are typed components (issue 12)", () => {
+  it("knowledge bases, their documents, pipelines and transformations: every field declared and the body valid", async () => {
+    const doc = await openApiDoc();
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kbId = await createKb(key);
+    await indexText(key, kbId, "a.txt", "Loom types every record.");
+    const pipelineId = await createPipeline(key, SMALLEST);
+    const transformationId = await createDoubleJs(org.owner);
+
+    const kb = (await fetchChecked(doc, "/v1/knowledge-base", `/v1/knowledge-base?id=${kbId}`, key)) as Fetched;
+    expect(undeclaredFields(doc, "KnowledgeBaseDetail", kb.object)).toEqual([]);
+    const kbs = (await fetchChecked(doc, "/v1/knowledge-bases", "/v1/knowledge-bases?verbose=true", key)) as Listed;
+    expect(kbs.objects.length).toBeGreaterThan(0);
+    for (const record of kbs.objects) expect(undeclaredFields(doc, "KnowledgeBase", record)).toEqual([]);
+
+    const docs = (await fetchChecked(
+      doc,
+      "/v1/knowledge-base/{id}/documents",
+      `/v1/knowledge-base/${kbId}/documents`,
+      key,
+    )) as { documents: Record<string, unknown>[] };
+    expect(docs.documents.length).toBe(1);
+    expect(undeclaredFields(doc, "KnowledgeBaseDocument", docs.documents[0])).toEqual([]);
+
+    const pipeline = (await fetchChecked(doc, "/v1/pipeline", `/v1/pipeline?id=${pipelineId}`, key)) as Fetched;
+    expect(undeclaredFields(doc, "Pipeline", pipeline.object)).toEqual([]);
+    const pipelines = (await fetchChecked(doc, "/v1/pipelines", "/v1/pipelines?verbose=true", key)) as Listed;
+    expect(pipelines.objects.length).toBeGreaterThan(0);
+    for (const record of pipelines.objects) expect(undeclaredFields(doc, "Pipeline", record)).toEqual([]);
+
+    const transformation = (await fetchChecked(
+      doc,
+      "/v1/transformation",
+      `/v1/transformation?id=${transformationId}`,
+      key,
+    )) as Fetched;
+    expect(undeclaredFields(doc, "Transformation", transformation.object)).toEqual([]);
+    const transformations = (await fetchChecked(
+      doc,
+      "/v1/transformations",
+      "/v1/transformations?verbose=true",
+      key,
+    )) as Listed;
+    expect(transformations.objects.length).toBeGreaterThan(0);
+    for (const record of transformations.objects) expect(undeclaredFields(doc, "Transformation", record)).toEqual([]);
+  }, 120_000);
+
+  it("the fetch and list envelopes of these resources point at their typed records, not a free-form one", async () => {
+    const doc = await openApiDoc();
+    const expected: [string, string][] = [
+      ["/v1/knowledge-base", "KnowledgeBaseFetched"],
+      ["/v1/knowledge-bases", "KnowledgeBaseList"],
+      ["/v1/pipeline", "PipelineFetched"],
+      ["/v1/pipelines", "PipelineList"],
+      ["/v1/transformation", "TransformationFetched"],
+      ["/v1/transformations", "TransformationList"],
+    ];
+    for (const [path, component] of expected) {
+      const schema = doc.paths[path].get.responses["200"].content?.["application/json"]?.schema as Schema;
+      expect(schema.$ref, path).toBe(`#/components/schemas/${component}`);
+    }
+  });
+});
