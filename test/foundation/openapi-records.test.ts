@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bearer, call, seedOrg } from "../helpers";
+import { bearer, call, json, seedOrg } from "../helpers";
 import { createKb, indexText } from "../knowledge-bases/kb-fixtures";
 import { SMALLEST, createPipeline } from "../pipelines/fixtures";
 import { createDoubleJs } from "../transformations/fixtures";
@@ -83,6 +83,41 @@ describe("records in responses are typed components (issue 12)", () => {
     )) as Listed;
     expect(transformations.objects.length).toBeGreaterThan(0);
     for (const record of transformations.objects) expect(undeclaredFields(doc, "Transformation", record)).toEqual([]);
+  }, 120_000);
+
+  it("query result items and citations: every field declared, in each retrieval unit", async () => {
+    const doc = await openApiDoc();
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kbId = await createKb(key);
+    await indexText(key, kbId, "a.txt", "Loom types every record. Rockets carry their oxidiser.");
+    const path = "/v1/knowledge-base/{id}/query";
+    for (const unit of ["chunk", "documents", "page"]) {
+      const concrete = `/v1/knowledge-base/${kbId}/query`;
+      const response = await call(
+        concrete,
+        json(
+          {
+            queries: ["rockets"],
+            config: {
+              retrieval_unit: unit,
+              format_context_for_llm: true,
+              retrieval_config: { search_mode: "keyword" },
+            },
+          },
+          bearer(key),
+        ),
+      );
+      const copy = response.clone();
+      expect(await checkResponse(doc, "post", path, response, `${concrete} ${unit}`)).toEqual([]);
+      const result = ((await copy.json()) as { result: Record<string, unknown> }).result;
+      const items = (result.chunks ?? result.documents ?? result.pages) as Record<string, unknown>[];
+      expect(items.length, unit).toBeGreaterThan(0);
+      for (const item of items) expect(undeclaredFields(doc, "KnowledgeBaseResultItem", item)).toEqual([]);
+      const citations = result.citation_metadata as Record<string, unknown>[];
+      expect(citations.length, unit).toBeGreaterThan(0);
+      for (const cite of citations) expect(undeclaredFields(doc, "KnowledgeBaseCitation", cite)).toEqual([]);
+    }
   }, 120_000);
 
   it("the fetch and list envelopes of these resources point at their typed records, not a free-form one", async () => {

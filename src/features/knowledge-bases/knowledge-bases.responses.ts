@@ -50,7 +50,31 @@ export const DocumentIds = z
   .openapi("DocumentIds");
 export const DocumentList = DocumentIds.extend({ documents: z.array(KnowledgeBaseDocument) }).openapi("DocumentList");
 
-const ResultItem = z.record(z.string(), z.unknown()).openapi("KnowledgeBaseResultItem");
+/** retrieval.ts ResultItem: a chunk, document or page; `metadata` carries the document's custom metadata, free-form. */
+const ResultItem = z
+  .object({
+    id: z.string(),
+    document_id: z.string(),
+    score: z.number(),
+    text: z.string(),
+    metadata: z.record(z.string(), z.unknown()),
+  })
+  .openapi("KnowledgeBaseResultItem");
+
+/** query.service formatContext's citation; `url` and `page` come from metadata a user's custom metadata may set. */
+const Citation = z
+  .object({
+    source_number: z.number().int(),
+    id: z.string(),
+    document_id: z.string(),
+    name: z.string(),
+    path: z.string().optional(),
+    url: z.unknown().optional(),
+    page: z.unknown().optional(),
+    source: z.string(),
+    score: z.number(),
+  })
+  .openapi("KnowledgeBaseCitation");
 
 /** A query's answer: the items (by the granularity asked for), the queries run, and what the model options added. */
 export const KnowledgeBaseQueryResult = z
@@ -60,7 +84,7 @@ export const KnowledgeBaseQueryResult = z
     pages: z.array(ResultItem).optional(),
     queries: z.array(z.string()),
     formatted_text: z.string().optional(),
-    citation_metadata: z.array(z.record(z.string(), z.unknown())).optional(),
+    citation_metadata: z.array(Citation).optional(),
     response: z.string().optional(),
     summaries: z.record(z.string(), z.string()).optional(),
     usage: z.object({
