@@ -61,14 +61,14 @@ const ResultItem = z
   })
   .openapi("KnowledgeBaseResultItem");
 
-/** query.service formatContext's citation; `url` and `page` come from metadata a user's custom metadata may set. */
+/** query.service formatContext's citation; `path`, `url` and `page` come from metadata a user's custom metadata may set. */
 const Citation = z
   .object({
     source_number: z.number().int(),
     id: z.string(),
     document_id: z.string(),
     name: z.string(),
-    path: z.string().optional(),
+    path: z.unknown().optional(),
     url: z.unknown().optional(),
     page: z.unknown().optional(),
     source: z.string(),
