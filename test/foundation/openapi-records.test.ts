@@ -68,6 +68,17 @@ describe("records in responses are typed components (issue 12)", () => {
     expect(pipelines.objects.length).toBeGreaterThan(0);
     for (const record of pipelines.objects) expect(undeclaredFields(doc, "Pipeline", record)).toEqual([]);
 
+    const run = await call(`/v1/pipeline/${pipelineId}/run`, json({ inputs: { q: "world" } }, bearer(key)));
+    const runId = String(((await run.json()) as { run_id: string }).run_id);
+    const status = (await fetchChecked(
+      doc,
+      "/v1/pipeline/{id}/run/status/{run_id}",
+      `/v1/pipeline/${pipelineId}/run/status/${runId}`,
+      key,
+    )) as { nodes: Record<string, unknown>[] };
+    expect(status.nodes.length).toBe(3);
+    for (const node of status.nodes) expect(undeclaredFields(doc, "PipelineRunNode", node)).toEqual([]);
+
     const transformation = (await fetchChecked(
       doc,
       "/v1/transformation",

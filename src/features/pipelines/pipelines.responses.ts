@@ -52,6 +52,21 @@ export const PipelineBulkRun = z
   .object({ status: z.literal("success"), run_ids: z.array(z.string()) })
   .openapi("PipelineBulkRun");
 
+/** run-store NodeView: one node's state in a run; its `outputs` are what the node produced, free-form. */
+const RunNode = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    status: z.string(),
+    outputs: Outputs.nullable(),
+    error: z.string().nullable(),
+    started_at: z.string().nullable(),
+    finished_at: z.string().nullable(),
+    duration_ms: z.number().nullable(),
+    attempts: z.number().int(),
+  })
+  .openapi("PipelineRunNode");
+
 export const PipelineRunStatus = z
   .object({
     status: z.string(),
@@ -61,7 +76,7 @@ export const PipelineRunStatus = z
     result: Outputs.nullable(),
     error: z.string().nullable(),
     steps: z.number().int(),
-    nodes: z.array(z.record(z.string(), z.unknown())),
+    nodes: z.array(RunNode),
     created_at: z.string(),
     started_at: z.string().nullable(),
     finished_at: z.string().nullable(),
