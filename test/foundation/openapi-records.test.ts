@@ -96,6 +96,38 @@ describe("records in responses are typed components (issue 12)", () => {
     for (const record of transformations.objects) expect(undeclaredFields(doc, "Transformation", record)).toEqual([]);
   }, 120_000);
 
+  it("an agent (v1 fetch): every field declared and the body valid", async () => {
+    const doc = await openApiDoc();
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kbId = await createKb(key);
+    const created = await call(
+      "/v1/agent",
+      json(
+        {
+          name: "typed agent",
+          instructions: "Answer from the tools.",
+          llm_client_key: { provider: "loom", model_id: "extractive" },
+          inputs: { input_1: { name: "question", io_type: "string" } },
+          outputs: { output_1: { name: "answer", io_type: "string" } },
+          tools: [
+            {
+              name: "kb_tool",
+              description: "",
+              value: { node_type: "knowledge_base", inputs: { knowledge_base: { type: "string", value: kbId } } },
+            },
+          ],
+        },
+        bearer(key),
+      ),
+    );
+    const answer = (await created.json()) as { id: string };
+    expect(created.status, JSON.stringify(answer)).toBe(200);
+    const agent = (await fetchChecked(doc, "/v1/agent", `/v1/agent?id=${answer.id}`, key)) as Fetched;
+    expect((agent.object.tools as unknown[]).length).toBe(1);
+    expect(undeclaredFields(doc, "AgentV1", agent.object)).toEqual([]);
+  }, 120_000);
+
   it("query result items and citations: every field declared, in each retrieval unit", async () => {
     const doc = await openApiDoc();
     const org = await seedOrg();
@@ -140,6 +172,7 @@ describe("records in responses are typed components (issue 12)", () => {
       ["/v1/pipelines", "PipelineList"],
       ["/v1/transformation", "TransformationFetched"],
       ["/v1/transformations", "TransformationList"],
+      ["/v1/agent", "AgentV1Fetched"],
     ];
     for (const [path, component] of expected) {
       const schema = doc.paths[path].get.responses["200"].content?.["application/json"]?.schema as Schema;
