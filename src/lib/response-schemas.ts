@@ -19,7 +19,7 @@ export function successWith<K extends string, S extends z.ZodType>(key: K, schem
   return z.object({ status: z.literal("success") }).extend({ [key]: schema } as { [P in K]: S });
 }
 
-/** Group A's untyped record, for the resources whose record has no typed component yet (agents v1). */
+/** Group A's untyped record envelopes; every /v1 fetch and list now uses fetchedObjectOf / objectListOf below (kept for branches still importing them). */
 const GroupARecord = z
   .record(z.string(), z.unknown())
   .openapi("GroupARecord", { description: "A record as JSON; its fields depend on the resource." });
