@@ -32,6 +32,8 @@ export interface SampleReadings {
   chatbotPipelineObjectId: string | null;
   chatbotAnswer: string;
   transformationIds: string[];
+  /** Fields of fetched records, typed by their components (KnowledgeBase, Pipeline, Transformation). */
+  records: { kbName: string; kbChunkSize: number; documentStatus: string; pipelineVersion: number; pipelineFirstNode: string; transformationLanguage: string };
   agentName: string;
   groupAMissing: { status: number; error: string };
   groupAUnauthorized: { status: number; error: string };
@@ -76,6 +78,13 @@ export async function exerciseLoom(baseUrl: string): Promise<SampleReadings> {
   const answer = must(await loom.POST("/v1/chatbot/{id}/run", { ...asKey, params: { path: { id: bot.id } }, body: { text: "How long do refunds take?" } }), "run chatbot");
   const transformations = must(await loom.GET("/v1/transformations", { ...asKey }), "list transformations");
 
+  // Group A: the records themselves, read typed (not Record<string, unknown>).
+  const fetchedKb = must(await loom.GET("/v1/knowledge-base", { ...asKey, params: { query: { id: kb.id } } }), "fetch kb");
+  const documents = must(await loom.GET("/v1/knowledge-base/{id}/documents", { ...asKey, params: { path: { id: kb.id } } }), "list documents");
+  const fetchedPipeline = must(await loom.GET("/v1/pipeline", { ...asKey, params: { query: { id: pipeline.id } } }), "fetch pipeline");
+  const transformation = must(await loom.POST("/v1/transformation", { ...asKey, body: { name: "client double", function_name: "double", function: "function double({ x }) {\n  return { y: x * 2 };\n}\n", language: "javascript", input_schema: { x: "number" }, output_schema: { y: "number" } } }), "create transformation");
+  const fetchedTransformation = must(await loom.GET("/v1/transformation", { ...asKey, params: { query: { id: transformation.id } } }), "fetch transformation");
+
   // Group B: agents.
   const agent = must(await loom.POST("/agents/add", { ...asUser, body: { name: "client agent", description: "made by the generated client" } }), "add agent");
 
@@ -97,6 +106,14 @@ export async function exerciseLoom(baseUrl: string): Promise<SampleReadings> {
     chatbotPipelineObjectId: fetchedBot.object.pipeline.object_id,
     chatbotAnswer: typeof answer === "string" ? answer : answer.output_message,
     transformationIds: transformations.object_ids,
+    records: {
+      kbName: fetchedKb.object.name,
+      kbChunkSize: fetchedKb.object.chunkSize,
+      documentStatus: documents.documents[0]?.status ?? "",
+      pipelineVersion: fetchedPipeline.object.version,
+      pipelineFirstNode: fetchedPipeline.object.graph.nodes[0]?.type ?? "",
+      transformationLanguage: fetchedTransformation.object.language,
+    },
     agentName: agent.agent.name,
     groupAMissing: { status: missingKb.response.status, error: missingKb.error?.error ?? "" },
     groupAUnauthorized: { status: badKey.response.status, error: badKey.error?.error ?? "" },

@@ -63,6 +63,7 @@ describe("a client generated from /openapi.json", () => {
       pipelineOutputs: { answer: "Hello world" },
       chatbotPipelineObjectId: null,
       transformationIds: [],
+      records: { kbName: "client handbook", documentStatus: expect.any(String), pipelineVersion: 1, pipelineFirstNode: "input", transformationLanguage: "javascript" },
       agentName: "client agent",
       groupAMissing: { status: 404, error: "knowledge base not found" },
       groupAUnauthorized: { status: 401, error: expect.any(String) },
@@ -70,6 +71,7 @@ describe("a client generated from /openapi.json", () => {
       groupBInvalid: { status: 422, loc: ["body", "pipeline"], type: "missing" },
     });
     expect(read.chunkCount).toBeGreaterThan(0);
+    expect(read.records.kbChunkSize).toBeGreaterThan(0);
     expect(read.chatbotAnswer).toContain("14 days");
   });
 

@@ -19,7 +19,7 @@ export function successWith<K extends string, S extends z.ZodType>(key: K, schem
   return z.object({ status: z.literal("success") }).extend({ [key]: schema } as { [P in K]: S });
 }
 
-/** Group A's records are untyped JSON objects in the seed (`object`, `objects`); their envelopes are typed. */
+/** Group A's untyped record envelopes; every /v1 fetch and list now uses fetchedObjectOf / objectListOf below (kept for branches still importing them). */
 const GroupARecord = z
   .record(z.string(), z.unknown())
   .openapi("GroupARecord", { description: "A record as JSON; its fields depend on the resource." });
@@ -32,3 +32,21 @@ export const ObjectList = z
     objects: z.array(GroupARecord).openapi({ description: "Empty unless verbose=true" }),
   })
   .openapi("ObjectList");
+
+/*
+ * The typed envelopes: a generated client (openapi-typescript) reads `object` / `objects` with the
+ * record's own fields typed, instead of `Record<string, unknown>`. `name` prefixes the component.
+ */
+export function fetchedObjectOf<S extends z.ZodType>(name: string, record: S) {
+  return z.object({ status: z.literal("success"), object: record }).openapi(`${name}Fetched`);
+}
+
+export function objectListOf<S extends z.ZodType>(name: string, record: S) {
+  return z
+    .object({
+      status: z.literal("success"),
+      object_ids: z.array(z.string()),
+      objects: z.array(record).openapi({ description: "Empty unless verbose=true" }),
+    })
+    .openapi(`${name}List`);
+}

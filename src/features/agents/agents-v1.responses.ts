@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { fetchedObjectOf } from "../../lib/response-schemas";
 
 const Json = z.record(z.string(), z.unknown());
 
@@ -63,3 +64,41 @@ export const AgentRunList = z
     ),
   })
   .openapi("AgentRunList");
+
+/**
+ * fetchAgentV1's record (agents-v1.service.ts with definitionForSdk). The author's input/output
+ * declarations and a tool's `value` (its node type and inputs) are the author's data, free-form.
+ */
+export const AgentV1 = z
+  .object({
+    _id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    mainBranch: z.string(),
+    branch_id: z.string(),
+    version: z.number().int(),
+    ownerId: z.string(),
+    orgId: z.string(),
+    sourceAgentId: z.string().nullable(),
+    llm_client_key: z.object({ provider: z.string(), model_id: z.string() }),
+    tools: z.array(
+      z.object({
+        id: z.string(),
+        name: z.string(),
+        description: z.string(),
+        requires_approval: z.boolean(),
+        value: Json,
+      }),
+    ),
+    instructions: z.string(),
+    inputs: z.record(z.string(), Json),
+    outputs: z.record(z.string(), Json),
+    max_steps: z.number(),
+    token_budget: z.number(),
+    max_tool_errors: z.number(),
+    max_wall_seconds: z.number(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi("AgentV1");
+export const AgentV1Fetched = fetchedObjectOf("AgentV1", AgentV1);

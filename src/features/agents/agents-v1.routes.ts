@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
 import { FetchQuery } from "../../lib/ownership";
-import { FetchedObject, Success } from "../../lib/response-schemas";
+import { Success } from "../../lib/response-schemas";
 import { asStream, defineRoute } from "../../lib/route";
 import { withFileParts } from "../pipelines/pipeline-runs.service";
 import { AgentWriteBody } from "./agent-definition";
@@ -17,7 +17,7 @@ import {
   terminateAgentRun,
 } from "./agent-runs.service";
 import { AgentParams, AgentResumeBody, AgentRunBody, AgentRunIdBody, AgentRunParams } from "./agents-v1.schemas";
-import { AgentRunAnswer, AgentRunList, AgentRunStatus, AgentWritten } from "./agents-v1.responses";
+import { AgentRunAnswer, AgentRunList, AgentRunStatus, AgentV1Fetched, AgentWritten } from "./agents-v1.responses";
 import { createAgentV1, deleteAgentV1, fetchAgentV1, updateAgentV1 } from "./agents-v1.service";
 
 /** The SDK's Agent API (Group A), on the same records as the Group B `/agents/...` routes. */
@@ -46,7 +46,7 @@ export function registerAgentV1Routes(app: OpenAPIHono<AppBindings>): void {
       ...base,
       method: "get",
       path: "/v1/agent",
-      response: FetchedObject,
+      response: AgentV1Fetched,
       summary: "Fetch an agent by id or name (tools as a list)",
       query: FetchQuery,
       responses: { 404: "No such agent" },

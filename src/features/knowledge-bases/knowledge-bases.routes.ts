@@ -1,8 +1,14 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
-import { CreatedId, FetchedObject, ObjectList, Success } from "../../lib/response-schemas";
-import { DocumentIds, DocumentList, KnowledgeBaseQueryAnswer } from "./knowledge-bases.responses";
+import { CreatedId, Success } from "../../lib/response-schemas";
+import {
+  DocumentIds,
+  DocumentList,
+  KnowledgeBaseFetched,
+  KnowledgeBaseList,
+  KnowledgeBaseQueryAnswer,
+} from "./knowledge-bases.responses";
 import { FetchQuery, ListQuery, listEnvelope } from "../../lib/ownership";
 import {
   DocumentsDeleteQuery,
@@ -48,7 +54,7 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
       ...common,
       method: "get",
       path: "/v1/knowledge-base",
-      response: FetchedObject,
+      response: KnowledgeBaseFetched,
       summary: "Fetch a knowledge base by id or name",
       query: FetchQuery,
       responses: { 404: "No such knowledge base" },
@@ -63,7 +69,7 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
       ...common,
       method: "get",
       path: "/v1/knowledge-bases",
-      response: ObjectList,
+      response: KnowledgeBaseList,
       summary: "List knowledge bases",
       query: ListQuery,
     },

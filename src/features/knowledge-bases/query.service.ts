@@ -53,13 +53,26 @@ export interface QueryPlan {
   config: QueryInput["config"];
 }
 
+/** One numbered source; `path`, `url` and `page` may come from a user's custom metadata, so any JSON. */
+export interface Citation {
+  source_number: number;
+  id: string;
+  document_id: string;
+  name: string;
+  path?: unknown;
+  url?: unknown;
+  page?: unknown;
+  source: string;
+  score: number;
+}
+
 export interface QueryResult {
   chunks?: ResultItem[];
   documents?: ResultItem[];
   pages?: ResultItem[];
   queries: string[];
   formatted_text?: string;
-  citation_metadata?: Record<string, unknown>[];
+  citation_metadata?: Citation[];
   response?: string;
   summaries?: Record<string, string>;
   /** Present while documents are still indexing: what this answer could not search yet. */
@@ -196,18 +209,21 @@ async function vectorizeHits(env: Env, plan: QueryPlan, vectors: Float32Array[])
   );
 }
 
-function formatContext(items: ResultItem[]): { formatted_text: string; citation_metadata: Record<string, unknown>[] } {
-  const citations = items.map((item, i) => ({
-    source_number: i + 1,
-    id: item.id,
-    document_id: item.document_id,
-    name: item.metadata.name,
-    ...(item.metadata.path !== undefined ? { path: item.metadata.path } : {}),
-    ...(item.metadata.url !== undefined ? { url: item.metadata.url } : {}),
-    ...(item.metadata.page !== undefined ? { page: item.metadata.page } : {}),
-    source: item.metadata.source,
-    score: item.score,
-  }));
+function formatContext(items: ResultItem[]): { formatted_text: string; citation_metadata: Citation[] } {
+  const citations = items.map(
+    (item, i): Citation => ({
+      source_number: i + 1,
+      id: item.id,
+      document_id: item.document_id,
+      // chunkDocument always writes Loom's name and source over the custom metadata.
+      name: String(item.metadata.name ?? ""),
+      ...(item.metadata.path !== undefined ? { path: item.metadata.path } : {}),
+      ...(item.metadata.url !== undefined ? { url: item.metadata.url } : {}),
+      ...(item.metadata.page !== undefined ? { page: item.metadata.page } : {}),
+      source: String(item.metadata.source ?? ""),
+      score: item.score,
+    }),
+  );
   const blocks = items.map((item, i) => {
     const where = [
       item.metadata.name,

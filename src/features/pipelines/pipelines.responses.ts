@@ -1,4 +1,41 @@
 import { z } from "@hono/zod-openapi";
+import { fetchedObjectOf, objectListOf, ownedRecordShape } from "../../lib/response-schemas";
+
+const FreeObject = z.record(z.string(), z.unknown());
+const GraphNode = z
+  .object({ id: z.string(), type: z.string(), config: FreeObject.openapi({ description: "The node's parameters" }) })
+  .openapi("PipelineGraphNode");
+const GraphEdge = z
+  .object({
+    source: z.string(),
+    target: z.string(),
+    source_output: z.string().optional(),
+    target_input: z.string().optional(),
+  })
+  .openapi("PipelineGraphEdge");
+
+/**
+ * pipelineAnswer's fields (pipelines.service.ts). The editor document's parts (`nodes` keyed by id,
+ * `canvas_metadata`, `inputs`, `outputs`) are what the author wrote and stay free-form; `graph` is Loom's typed form.
+ */
+export const Pipeline = z
+  .object({
+    ...ownedRecordShape,
+    edges: z.array(GraphEdge),
+    settings: z.object({ max_steps: z.number().int(), node_timeout_seconds: z.number().int() }),
+    version: z.number().int(),
+    branch_id: z.string(),
+    mainBranch: z.string(),
+    format: z.enum(["editor", "loom"]),
+    nodes: z.record(z.string(), FreeObject),
+    canvas_metadata: FreeObject,
+    inputs: FreeObject,
+    outputs: FreeObject,
+    graph: z.object({ nodes: z.array(GraphNode), edges: z.array(GraphEdge) }),
+  })
+  .openapi("Pipeline");
+export const PipelineFetched = fetchedObjectOf("Pipeline", Pipeline);
+export const PipelineList = objectListOf("Pipeline", Pipeline);
 
 const Outputs = z.record(z.string(), z.unknown());
 
@@ -15,6 +52,21 @@ export const PipelineBulkRun = z
   .object({ status: z.literal("success"), run_ids: z.array(z.string()) })
   .openapi("PipelineBulkRun");
 
+/** run-store NodeView: one node's state in a run; its `outputs` are what the node produced, free-form. */
+const RunNode = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    status: z.string(),
+    outputs: Outputs.nullable(),
+    error: z.string().nullable(),
+    started_at: z.string().nullable(),
+    finished_at: z.string().nullable(),
+    duration_ms: z.number().nullable(),
+    attempts: z.number().int(),
+  })
+  .openapi("PipelineRunNode");
+
 export const PipelineRunStatus = z
   .object({
     status: z.string(),
@@ -24,7 +76,7 @@ export const PipelineRunStatus = z
     result: Outputs.nullable(),
     error: z.string().nullable(),
     steps: z.number().int(),
-    nodes: z.array(z.record(z.string(), z.unknown())),
+    nodes: z.array(RunNode),
     created_at: z.string(),
     started_at: z.string().nullable(),
     finished_at: z.string().nullable(),

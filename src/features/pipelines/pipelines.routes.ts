@@ -3,10 +3,12 @@ import { streamSSE } from "hono/streaming";
 import type { AppBindings } from "../../env";
 import { FetchQuery, ListQuery } from "../../lib/ownership";
 import { asStream, defineRoute } from "../../lib/route";
-import { FetchedObject, ObjectList, Success } from "../../lib/response-schemas";
+import { Success } from "../../lib/response-schemas";
 import {
   PipelineBulkRun,
   PipelineCreated,
+  PipelineFetched,
+  PipelineList,
   PipelineUpdated,
   PipelineRunAnswer,
   PipelineRunList,
@@ -80,7 +82,7 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
       ...base,
       method: "get",
       path: "/v1/pipeline",
-      response: FetchedObject,
+      response: PipelineFetched,
       summary: "Fetch a pipeline by id or name",
       query: FetchQuery,
       responses: { 404: "No such pipeline" },
@@ -94,7 +96,7 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
       ...base,
       method: "get",
       path: "/v1/pipelines",
-      response: ObjectList,
+      response: PipelineList,
       summary: "List pipelines",
       query: ListQuery,
     },

@@ -1,8 +1,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
-import { CreatedId, FetchedObject, ObjectList, Success } from "../../lib/response-schemas";
-import { TransformationRunResult } from "./transformations.responses";
+import { CreatedId, Success } from "../../lib/response-schemas";
+import { TransformationFetched, TransformationList, TransformationRunResult } from "./transformations.responses";
 import { FetchQuery, ListQuery, listEnvelope } from "../../lib/ownership";
 import { TransformationCreateBody, TransformationParams, TransformationRunBody } from "./transformations.schemas";
 import {
@@ -39,7 +39,7 @@ export function registerTransformationRoutes(app: OpenAPIHono<AppBindings>): voi
       ...common,
       method: "get",
       path: "/v1/transformation",
-      response: FetchedObject,
+      response: TransformationFetched,
       summary: "Fetch a transformation by id or name",
       query: FetchQuery,
       responses: { 404: "No such transformation" },
@@ -53,7 +53,7 @@ export function registerTransformationRoutes(app: OpenAPIHono<AppBindings>): voi
       ...common,
       method: "get",
       path: "/v1/transformations",
-      response: ObjectList,
+      response: TransformationList,
       summary: "List transformations",
       query: ListQuery,
     },
