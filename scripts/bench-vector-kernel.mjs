@@ -1,5 +1,5 @@
 // `npm run bench:kernel`: times the knowledge-base vector scan kernel (the SIMD int8 dot product
-// in src/features/knowledge-bases/kernels/int8-dot.wat, as `npm run build` compiles it) against the
+// in src/features/knowledge-bases/index/kernels/int8-dot.wat, as `npm run build` compiles it) against the
 // same scan in plain JavaScript, in Node 22 (V8, as in workerd). Offline; prints ms per full scan.
 // Options: --count=100000 --dims=256 --runs=50
 import { readFileSync } from "node:fs";
@@ -10,7 +10,9 @@ const dims = Number(args.get("dims") ?? 256);
 const runs = Number(args.get("runs") ?? 50);
 const stride = Math.ceil(dims / 32) * 32;
 
-const bytes = readFileSync(new URL("../src/features/knowledge-bases/kernels/generated/int8-dot.wasm", import.meta.url));
+const bytes = readFileSync(
+  new URL("../src/features/knowledge-bases/index/kernels/generated/int8-dot.wasm", import.meta.url),
+);
 const { memory, dot_all } = new WebAssembly.Instance(new WebAssembly.Module(bytes), {}).exports;
 const PAGE = 65_536;
 const dataOffset = PAGE;

@@ -43,8 +43,8 @@ const steps = [
   {
     name: "kernel",
     script: "scripts/build-vector-kernel.mjs",
-    sources: ["src/features/knowledge-bases/kernels/int8-dot.wat"],
-    outputs: ["src/features/knowledge-bases/kernels/generated"],
+    sources: ["src/features/knowledge-bases/index/kernels/int8-dot.wat"],
+    outputs: ["src/features/knowledge-bases/index/kernels/generated"],
   },
   {
     name: "parser",

@@ -1,5 +1,5 @@
 import type { ConversationObject } from "./durable-objects/conversation-object";
-import type { KnowledgeBaseIndex } from "./durable-objects/knowledge-base-index";
+import type { KnowledgeBaseIndex } from "./features/knowledge-bases/index/knowledge-base-index";
 import type { PipelineRunObject } from "./durable-objects/pipeline-run-object";
 import type { WorkersAiBinding } from "./providers/workers-ai";
 

@@ -5,5 +5,5 @@ const app = createApp();
 export default app;
 export { ConversationObject } from "./durable-objects/conversation-object";
 export { PipelineRunObject } from "./durable-objects/pipeline-run-object";
-export { KnowledgeBaseIndex } from "./durable-objects/knowledge-base-index";
+export { KnowledgeBaseIndex } from "./features/knowledge-bases/index/knowledge-base-index";
 export { AgentRunObject } from "./durable-objects/agent-run-object";

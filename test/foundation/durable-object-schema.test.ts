@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { applyMigrations } from "../../src/durable-objects/sqlite-schema";
-import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "../../src/durable-objects/knowledge-base-index.schema";
+import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "../../src/features/knowledge-bases/index/knowledge-base-index.schema";
 import { PIPELINE_RUN_SCHEMA } from "../../src/durable-objects/pipeline-run-object.schema";
 
 const version = (state: DurableObjectState) =>

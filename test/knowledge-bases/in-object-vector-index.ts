@@ -1,14 +1,14 @@
 import { runInDurableObject } from "cloudflare:test";
-import type { KnowledgeBaseIndex } from "../../src/durable-objects/knowledge-base-index";
-import type { ChunkRetriever } from "../../src/features/knowledge-bases/chunk-retriever";
+import type { KnowledgeBaseIndex } from "../../src/features/knowledge-bases/index/knowledge-base-index";
+import type { ChunkRetriever } from "../../src/features/knowledge-bases/index/chunk-retriever";
 import type {
   IndexVector,
   VectorIndex,
   VectorMatch,
   VectorMetadata,
   VectorQueryOptions,
-} from "../../src/features/knowledge-bases/vector-index";
-import type { VectorStore } from "../../src/features/knowledge-bases/vector-store";
+} from "../../src/features/knowledge-bases/index/vector-index";
+import type { VectorStore } from "../../src/features/knowledge-bases/index/vector-store";
 
 /** The parts of the object the vector-index suite drives: its item writes and its vector reads. */
 interface IndexInternals {

@@ -1,15 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { chunkText, countTokens } from "../../src/features/knowledge-bases/chunker";
-import { VectorArena } from "../../src/features/knowledge-bases/vector-arena";
-import { maxFusion, reciprocalRankFusion, weightedFusion } from "../../src/features/knowledge-bases/hybrid-search";
+import { VectorArena } from "../../src/features/knowledge-bases/index/vector-arena";
+import {
+  maxFusion,
+  reciprocalRankFusion,
+  weightedFusion,
+} from "../../src/features/knowledge-bases/index/hybrid-search";
 import {
   MAX_SCORED_TERMS,
   matchExpression,
   queryTermCounts,
   queryTerms,
   selectTerms,
-} from "../../src/features/knowledge-bases/keyword-query";
-import { expandWithFeedback, feedbackWords } from "../../src/features/knowledge-bases/keyword-feedback";
+} from "../../src/features/knowledge-bases/index/keyword-query";
+import { expandWithFeedback, feedbackWords } from "../../src/features/knowledge-bases/index/keyword-feedback";
 
 describe("chunker", () => {
   const text = Array.from({ length: 30 }, (_, i) => `This is sentence ${i} of the text.`).join(" ");

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { weightedFusion } from "../../src/features/knowledge-bases/hybrid-search";
-import { boostTitles, leadingTitle, TITLE_BOOST } from "../../src/features/knowledge-bases/title-boost";
-import { rocchio } from "../../src/features/knowledge-bases/vector-feedback";
+import { weightedFusion } from "../../src/features/knowledge-bases/index/hybrid-search";
+import { boostTitles, leadingTitle, TITLE_BOOST } from "../../src/features/knowledge-bases/index/title-boost";
+import { rocchio } from "../../src/features/knowledge-bases/index/vector-feedback";
 
 /** The query-side methods issue 14 added for retrieval quality (BENCHMARKS.md, "Loom beside LanceDB"). */
 describe("hybrid fusion over standardised scores", () => {

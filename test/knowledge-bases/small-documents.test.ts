@@ -2,7 +2,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it } from "vitest";
 import { bearer, call, seedOrg } from "../helpers";
 import { b64, createKb, fileData, indexText, post, query, send, type Body } from "./kb-fixtures";
-import type { KnowledgeBaseIndex } from "../../src/durable-objects/knowledge-base-index";
+import type { KnowledgeBaseIndex } from "../../src/features/knowledge-bases/index/knowledge-base-index";
 
 const kbStub = (kb: string) =>
   env.KB_INDEX.get(env.KB_INDEX.idFromName(kb)) as unknown as DurableObjectStub<KnowledgeBaseIndex>;

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { VectorIndex } from "../../src/features/knowledge-bases/vector-index";
+import type { VectorIndex } from "../../src/features/knowledge-bases/index/vector-index";
 import { InObjectVectorIndex } from "./in-object-vector-index";
 import { VectorizeVectorIndex } from "../../src/features/knowledge-bases/vectorize-adapter";
 import { parseOpenSearchFilter, parseQdrantFilter } from "../../src/features/knowledge-bases/metadata-filter";

@@ -1,5 +1,5 @@
 import type { Env } from "../../env";
-import type { KnowledgeBaseIndex } from "../../durable-objects/knowledge-base-index";
+import type { KnowledgeBaseIndex } from "./index/knowledge-base-index";
 import { rpcStub, type RpcSurface } from "../../durable-objects/rpc-stub";
 
 export type KnowledgeBaseIndexRpc = RpcSurface<KnowledgeBaseIndex>;

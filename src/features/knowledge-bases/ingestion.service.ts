@@ -4,7 +4,7 @@ import { database } from "../../db/client";
 import { kbDocuments, type KbDocumentRow, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { newId, toHex } from "../../lib/ids";
 import { auditInsert } from "../audit/audit.service";
-import type { ChunkInput, IngestJob, IngestResult } from "../../durable-objects/knowledge-base-index";
+import type { ChunkInput, IngestJob, IngestResult } from "./index/knowledge-base-index";
 import { chunkText } from "./chunker";
 import { indexStub } from "./durable-object-vector-index";
 import { markDocumentIndexed } from "./documents.repository";

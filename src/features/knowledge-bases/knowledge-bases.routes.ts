@@ -28,7 +28,7 @@ import {
   parseDocumentIds,
 } from "./knowledge-bases.service";
 import { indexIntoKnowledgeBase } from "./index-request";
-import { queryWithModelOptions } from "../knowledge-base-options/knowledge-base-query";
+import { queryWithModelOptions } from "./options/knowledge-base-query";
 
 export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void {
   const tags = ["Knowledge bases"];

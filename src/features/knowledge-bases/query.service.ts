@@ -10,7 +10,7 @@ import {
   parseQdrantFilter,
   type FilterNode,
 } from "./metadata-filter";
-import type { Scored } from "./hybrid-search";
+import type { Scored } from "./index/hybrid-search";
 import { resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
 import { visibleKnowledgeBase } from "./knowledge-bases.service";
@@ -24,7 +24,7 @@ import {
   type RetrievalUnit,
   type RetrieveRequest,
   type SearchMode,
-} from "./retrieval";
+} from "./index/retrieval";
 
 /**
  * A query runs as a plan of steps: prepare queries -> embed -> retrieve, fuse and shape (one call
@@ -33,7 +33,7 @@ import {
  * reranking, answers, summaries) are hooks; a request that asks for one with no hook supplied
  * answers 400 naming the connection it needs.
  */
-export type { ResultItem, RetrievalUnit, SearchMode } from "./retrieval";
+export type { ResultItem, RetrievalUnit, SearchMode } from "./index/retrieval";
 
 export interface QueryPlan {
   kb: KnowledgeBaseRow;

@@ -1,5 +1,5 @@
 import type { Env } from "../../env";
-import type { VectorIndex } from "./vector-index";
+import type { VectorIndex } from "./index/vector-index";
 import { VectorizeVectorIndex } from "./vectorize-adapter";
 
 /**

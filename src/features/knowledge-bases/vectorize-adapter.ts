@@ -1,5 +1,5 @@
 import { matchesFilter, type FilterNode } from "./metadata-filter";
-import type { IndexVector, VectorIndex, VectorMatch, VectorMetadata, VectorQueryOptions } from "./vector-index";
+import type { IndexVector, VectorIndex, VectorMatch, VectorMetadata, VectorQueryOptions } from "./index/vector-index";
 
 /** Vectorize returns full metadata for at most this many matches per query. */
 const VECTORIZE_MAX_TOP_K_WITH_METADATA = 50;

@@ -7,7 +7,7 @@ import { database } from "../../db/client";
 import { connections } from "../../db/schema/identity";
 import { EXTRACTIVE_MODEL } from "../../providers/extractive";
 import { chatModelFor } from "../../providers/registry";
-import { queryWithModelOptions } from "../knowledge-base-options/knowledge-base-query";
+import { queryWithModelOptions } from "../knowledge-bases/options/knowledge-base-query";
 import { visibleKnowledgeBase } from "../knowledge-bases/knowledge-bases.service";
 import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
 import type { QueryResult } from "../knowledge-bases/query.service";

@@ -1,4 +1,4 @@
-import { filterToSql, matchesFilter, type FilterNode } from "./metadata-filter";
+import { filterToSql, matchesFilter, type FilterNode } from "../metadata-filter";
 import { MAX_TOP_K, type VectorMatch, type VectorMetadata } from "./vector-index";
 import { matchExpression, queryTermCounts, selectTerms } from "./keyword-query";
 import { expandWithFeedback, FEEDBACK, feedbackWords } from "./keyword-feedback";
@@ -19,7 +19,7 @@ import {
   type RetrieveResult,
   type StoredChunk,
 } from "./retrieval";
-import { causeChain, logEvent } from "../../lib/log";
+import { causeChain, logEvent } from "../../../lib/log";
 
 /** SQLite bound parameters per statement, kept well under the limit. */
 const IN_BATCH = 90;

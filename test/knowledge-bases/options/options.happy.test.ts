@@ -1,16 +1,19 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { seedOrg } from "../helpers";
-import { chatModelFor, rerankerFor } from "../../src/providers/registry";
-import { ExtractiveAnswerer } from "../../src/providers/extractive";
-import { UsageMeter } from "../../src/providers/usage";
-import { generateQueryVariants, transformQuery } from "../../src/features/knowledge-base-options/query-rewriting";
-import { proposeMetadataFilter, vetProposal } from "../../src/features/knowledge-base-options/metadata-filter-proposal";
-import { advancedAnswer, type RetrievedItem } from "../../src/features/knowledge-base-options/advanced-qa";
-import { rerankItems } from "../../src/features/knowledge-base-options/rerank";
-import { d1SummaryCache, summarizeDocuments } from "../../src/features/knowledge-base-options/doc-summaries";
-import { connect } from "../providers/connect";
-import { FakeNetwork, cohereRerank, openAiCompletion, type Received } from "../providers/fake-providers";
+import { seedOrg } from "../../helpers";
+import { chatModelFor, rerankerFor } from "../../../src/providers/registry";
+import { ExtractiveAnswerer } from "../../../src/providers/extractive";
+import { UsageMeter } from "../../../src/providers/usage";
+import { generateQueryVariants, transformQuery } from "../../../src/features/knowledge-bases/options/query-rewriting";
+import {
+  proposeMetadataFilter,
+  vetProposal,
+} from "../../../src/features/knowledge-bases/options/metadata-filter-proposal";
+import { advancedAnswer, type RetrievedItem } from "../../../src/features/knowledge-bases/options/advanced-qa";
+import { rerankItems } from "../../../src/features/knowledge-bases/options/rerank";
+import { d1SummaryCache, summarizeDocuments } from "../../../src/features/knowledge-bases/options/doc-summaries";
+import { connect } from "../../providers/connect";
+import { FakeNetwork, cohereRerank, openAiCompletion, type Received } from "../../providers/fake-providers";
 
 /** An OpenAI-compatible fake whose answer depends on the prompt, like a real model's would. */
 function scriptedOpenAi(answer: (system: string, user: string, request: Received) => string): FakeNetwork {

@@ -1,5 +1,5 @@
-import type { ChatModel } from "../../providers/types";
-import type { UsageMeter } from "../../providers/usage";
+import type { ChatModel } from "../../../providers/types";
+import type { UsageMeter } from "../../../providers/usage";
 
 /** A metadata key the knowledge base actually has, with a few of its values to guide the model. */
 export interface MetadataKey {

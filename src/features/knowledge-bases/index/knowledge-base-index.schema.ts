@@ -1,4 +1,4 @@
-import type { SchemaMigration } from "./sqlite-schema";
+import type { SchemaMigration } from "../../../durable-objects/sqlite-schema";
 
 /**
  * KnowledgeBaseIndex's SQLite schema, oldest step first (see sqlite-schema.ts): chunks and their

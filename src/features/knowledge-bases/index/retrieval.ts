@@ -1,4 +1,4 @@
-import type { FilterNode } from "./metadata-filter";
+import type { FilterNode } from "../metadata-filter";
 import { maxFusion, reciprocalRankFusion, weightedFusion, type Scored } from "./hybrid-search";
 import type { VectorMetadata } from "./vector-index";
 

@@ -1,4 +1,4 @@
-import { tokenize } from "./chunker";
+import { tokenize } from "../chunker";
 
 /**
  * English function words carry almost no BM25 weight but match most chunks, so scoring them costs

@@ -1,4 +1,4 @@
-import { tokenize } from "./chunker";
+import { tokenize } from "../chunker";
 import { isStopword } from "./keyword-query";
 
 /**

@@ -1,22 +1,22 @@
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../env";
-import type { FilterNode } from "../features/knowledge-bases/metadata-filter";
-import type { VectorMetadata } from "../features/knowledge-bases/vector-index";
-import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
-import { maxChunksPerKnowledgeBase } from "../lib/config";
-import { resolveEmbedder } from "../features/knowledge-bases/embedders";
-import { markDocumentIndexed, type StatementSpec } from "../features/knowledge-bases/documents.repository";
-import type { KbDocumentRow } from "../db/schema/knowledge-bases";
-import { VectorStore } from "../features/knowledge-bases/vector-store";
-import { KeywordScorer, wordCount } from "../features/knowledge-bases/keyword-scorer";
-import { ChunkRetriever, type KeywordHit } from "../features/knowledge-bases/chunk-retriever";
-import type { RetrieveRequest, RetrieveResult, StoredChunk } from "../features/knowledge-bases/retrieval";
-import { WebSources, type StoredPage } from "../features/knowledge-bases/web-sources";
-import type { WebSourceRecord } from "../features/knowledge-bases/web-ingestion";
-import { setIsolateLogLevel } from "../lib/log";
+import type { Env } from "../../../env";
+import type { FilterNode } from "../metadata-filter";
+import type { VectorMetadata } from "./vector-index";
+import { vectorIndexFor } from "../vector-backend";
+import { maxChunksPerKnowledgeBase } from "../../../lib/config";
+import { resolveEmbedder } from "../embedders";
+import { markDocumentIndexed, type StatementSpec } from "../documents.repository";
+import type { KbDocumentRow } from "../../../db/schema/knowledge-bases";
+import { VectorStore } from "./vector-store";
+import { KeywordScorer, wordCount } from "./keyword-scorer";
+import { ChunkRetriever, type KeywordHit } from "./chunk-retriever";
+import type { RetrieveRequest, RetrieveResult, StoredChunk } from "./retrieval";
+import { WebSources, type StoredPage } from "../web-sources";
+import type { WebSourceRecord } from "../web-ingestion";
+import { setIsolateLogLevel } from "../../../lib/log";
 
 import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "./knowledge-base-index.schema";
-import { applyMigrations, ownSchema } from "./sqlite-schema";
+import { applyMigrations, ownSchema } from "../../../durable-objects/sqlite-schema";
 import { SmallDocumentWriter, type ItemInput } from "./small-document-writer";
 import { STEP_CHUNKS } from "./index-limits";
 

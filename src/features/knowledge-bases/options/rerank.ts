@@ -1,4 +1,4 @@
-import type { Reranker } from "../../providers/types";
+import type { Reranker } from "../../../providers/types";
 import type { RetrievedItem } from "./advanced-qa";
 
 export const DEFAULT_RERANK_DEPTH = 20;

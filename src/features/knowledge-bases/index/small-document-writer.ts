@@ -1,14 +1,10 @@
-import type { Env } from "../env";
-import type { KbDocumentRow } from "../db/schema/knowledge-bases";
-import { maxChunksPerKnowledgeBase } from "../lib/config";
-import { resolveEmbedder } from "../features/knowledge-bases/embedders";
-import { vectorIndexFor } from "../features/knowledge-bases/vector-backend";
-import {
-  recordDocuments,
-  type IndexingOutcome,
-  type StatementSpec,
-} from "../features/knowledge-bases/documents.repository";
-import type { VectorMetadata } from "../features/knowledge-bases/vector-index";
+import type { Env } from "../../../env";
+import type { KbDocumentRow } from "../../../db/schema/knowledge-bases";
+import { maxChunksPerKnowledgeBase } from "../../../lib/config";
+import { resolveEmbedder } from "../embedders";
+import { vectorIndexFor } from "../vector-backend";
+import { recordDocuments, type IndexingOutcome, type StatementSpec } from "../documents.repository";
+import type { VectorMetadata } from "./vector-index";
 import { IngestBatcher } from "./ingest-batcher";
 import type { DocumentJob, IngestJob, IngestResult } from "./knowledge-base-index";
 import { STEP_CHUNKS } from "./index-limits";

@@ -1,4 +1,4 @@
-import type { FilterNode } from "./metadata-filter";
+import type { FilterNode } from "../metadata-filter";
 
 /**
  * The vector index in the shape of Cloudflare Vectorize: upsert, query with topK and a metadata

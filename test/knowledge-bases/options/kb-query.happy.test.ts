@@ -1,13 +1,13 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { seedOrg, type Org } from "../helpers";
-import type { AuthContext } from "../../src/env";
-import { queryWithModelOptions } from "../../src/features/knowledge-base-options/knowledge-base-query";
-import type { QueryInput } from "../../src/features/knowledge-bases/knowledge-bases.schemas";
-import { QueryBody } from "../../src/features/knowledge-bases/knowledge-bases.schemas";
-import { createKb, query, seedCorpus, type Body } from "../knowledge-bases/kb-fixtures";
-import { connect } from "../providers/connect";
-import { FakeAi, FakeNetwork, cohereRerank, openAiCompletion } from "../providers/fake-providers";
+import { seedOrg, type Org } from "../../helpers";
+import type { AuthContext } from "../../../src/env";
+import { queryWithModelOptions } from "../../../src/features/knowledge-bases/options/knowledge-base-query";
+import type { QueryInput } from "../../../src/features/knowledge-bases/knowledge-bases.schemas";
+import { QueryBody } from "../../../src/features/knowledge-bases/knowledge-bases.schemas";
+import { createKb, query, seedCorpus, type Body } from "../kb-fixtures";
+import { connect } from "../../providers/connect";
+import { FakeAi, FakeNetwork, cohereRerank, openAiCompletion } from "../../providers/fake-providers";
 
 function authOf(org: Org): AuthContext {
   return { userId: org.owner.userId, orgId: org.orgId, role: "owner", via: "api_key" };

@@ -1,9 +1,9 @@
 import { and, eq, inArray } from "drizzle-orm";
-import type { Env } from "../../env";
-import { database } from "../../db/client";
-import { documentSummaries } from "../../db/schema/providers";
-import type { ChatModel } from "../../providers/types";
-import type { UsageMeter } from "../../providers/usage";
+import type { Env } from "../../../env";
+import { database } from "../../../db/client";
+import { documentSummaries } from "../../../db/schema/providers";
+import type { ChatModel } from "../../../providers/types";
+import type { UsageMeter } from "../../../providers/usage";
 
 export interface SummarySource {
   documentId: string;

@@ -1,6 +1,6 @@
-import { groundedAnswer, type Citation, type Passage } from "../../providers/grounded-answer";
-import type { ChatModel } from "../../providers/types";
-import type { UsageMeter } from "../../providers/usage";
+import { groundedAnswer, type Citation, type Passage } from "../../../providers/grounded-answer";
+import type { ChatModel } from "../../../providers/types";
+import type { UsageMeter } from "../../../providers/usage";
 
 /** A retrieved item as the query service holds it. */
 export interface RetrievedItem {

@@ -1,5 +1,5 @@
-import type { ChatModel } from "../../providers/types";
-import type { UsageMeter } from "../../providers/usage";
+import type { ChatModel } from "../../../providers/types";
+import type { UsageMeter } from "../../../providers/usage";
 
 /** Bounds on what a model may hand back as queries, so a runaway answer cannot fan out a search. */
 export const MAX_QUERY_CHARS = 500;

@@ -1,12 +1,12 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { seedOrg, type Org } from "../helpers";
-import type { AuthContext } from "../../src/env";
-import { queryWithModelOptions } from "../../src/features/knowledge-base-options/knowledge-base-query";
-import { QueryBody } from "../../src/features/knowledge-bases/knowledge-bases.schemas";
-import { createKb, query, seedCorpus, type Body } from "../knowledge-bases/kb-fixtures";
-import { connect } from "../providers/connect";
-import { FakeNetwork, openAiCompletion } from "../providers/fake-providers";
+import { seedOrg, type Org } from "../../helpers";
+import type { AuthContext } from "../../../src/env";
+import { queryWithModelOptions } from "../../../src/features/knowledge-bases/options/knowledge-base-query";
+import { QueryBody } from "../../../src/features/knowledge-bases/knowledge-bases.schemas";
+import { createKb, query, seedCorpus, type Body } from "../kb-fixtures";
+import { connect } from "../../providers/connect";
+import { FakeNetwork, openAiCompletion } from "../../providers/fake-providers";
 
 const failed = (error: string) => ({ status: "failed", error });
 const authOf = (org: Org): AuthContext => ({

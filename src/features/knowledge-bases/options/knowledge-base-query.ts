@@ -1,23 +1,23 @@
 import { and, desc, eq, inArray } from "drizzle-orm";
-import type { AuthContext, Env } from "../../env";
-import { database } from "../../db/client";
-import { kbDocuments } from "../../db/schema/knowledge-bases";
-import { badRequest } from "../../lib/errors";
-import { chatModelFor, rerankerFor, type ProviderDeps } from "../../providers/registry";
-import { expandQuery } from "../../providers/query-expansion";
-import type { ChatModel, Reranker } from "../../providers/types";
-import { UsageMeter } from "../../providers/usage";
-import { indexStub } from "../knowledge-bases/durable-object-vector-index";
-import type { QueryInput } from "../knowledge-bases/knowledge-bases.schemas";
-import { visibleKnowledgeBase } from "../knowledge-bases/knowledge-bases.service";
-import { FilterParseError, parseQdrantFilter } from "../knowledge-bases/metadata-filter";
+import type { AuthContext, Env } from "../../../env";
+import { database } from "../../../db/client";
+import { kbDocuments } from "../../../db/schema/knowledge-bases";
+import { badRequest } from "../../../lib/errors";
+import { chatModelFor, rerankerFor, type ProviderDeps } from "../../../providers/registry";
+import { expandQuery } from "../../../providers/query-expansion";
+import type { ChatModel, Reranker } from "../../../providers/types";
+import { UsageMeter } from "../../../providers/usage";
+import { indexStub } from "../durable-object-vector-index";
+import type { QueryInput } from "../knowledge-bases.schemas";
+import { visibleKnowledgeBase } from "../knowledge-bases.service";
+import { FilterParseError, parseQdrantFilter } from "../metadata-filter";
 import {
   planQuery,
   queryVisibleKnowledgeBase,
   type QueryHooks,
   type QueryPlan,
   type QueryResult,
-} from "../knowledge-bases/query.service";
+} from "../query.service";
 import { advancedAnswer, type QaAnswer } from "./advanced-qa";
 import { d1SummaryCache, summarizeDocuments } from "./doc-summaries";
 import { proposeMetadataFilter, type MetadataKey } from "./metadata-filter-proposal";
