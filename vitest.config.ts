@@ -1,7 +1,9 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { buildSync } from "esbuild";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { fileURLToPath } from "node:url";
+import { availableParallelism } from "node:os";
 
 // wrangler's informational lines ("Using secrets defined in .dev.vars", once per test file) are noise
 // in a test run; its warnings still show. WRANGLER_LOG=info brings them back.
@@ -96,8 +98,38 @@ const FRESH_RUNTIME = ["test/knowledge-bases/knowledge-bases.security.test.ts"];
  */
 const common = { setupFiles: ["./test/setup.ts"], testTimeout: 30_000, hookTimeout: 30_000, isolate: false };
 
+/**
+ * One test file per core at a time, across projects. vitest's default (cores - 1) gave a 2-core
+ * machine ONE worker: every file, then every project, ran one after another while the second core
+ * idled. The vitest process itself mostly waits (each `loom` worker is a workerd process doing the
+ * work), so a worker per core keeps both busy: the `loom` files share two workerds, and `client`,
+ * `loom-fresh` and `vectorize` run beside them instead of after them. `--maxWorkers=1` on the
+ * command line still runs everything in one.
+ */
+const maxWorkers = Math.max(2, availableParallelism());
+
+/**
+ * vitest sorts projects by name (client, loom, loom-fresh, vectorize), so the two long single-file
+ * suites (loom-fresh's, vectorize's) started only after the last `loom` file and ran alone at the
+ * end. Here the projects with few, long files go first and `loom`'s many short files fill the cores
+ * up to the end; within a project the order stays vitest's (slowest first, by the last run's
+ * durations). Array sort is stable, so only the project order changes.
+ */
+const PROJECT_ORDER = ["client", "loom-fresh", "vectorize", "loom"];
+class FewLongFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (spec: TestSpecification): number => {
+      const index = PROJECT_ORDER.indexOf(spec.project.name);
+      return index === -1 ? PROJECT_ORDER.length : index;
+    };
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
+  }
+}
+
 export default defineConfig({
   test: {
+    maxWorkers,
+    sequence: { sequencer: FewLongFilesFirst },
     projects: [
       {
         plugins: [
