@@ -60,8 +60,8 @@ export interface PipelineRunInput {
 }
 
 /**
- * Everything a chatbot needs from the rest of Loom. Production wiring is below; tests pass their
- * own implementation to `registerChatbotRoutes`, through the same construction path.
+ * Everything a chatbot needs from the rest of Loom. Production wiring is below; the app takes it
+ * from its `Deps` (src/deps.ts), where tests pass their own (`createApp({ chatbotServices })`).
  */
 export interface ChatbotServices {
   answer(input: AnswerInput): AsyncIterable<AnswerEvent>;
