@@ -1,12 +1,9 @@
 import { env } from "cloudflare:test";
 import type { Env } from "../../src/env";
 import { runStub } from "../../src/features/pipelines/pipeline-runs.service";
-import {
-  nodeServicesProvider,
-  productionNodeServices,
-  type NodeServices,
-} from "../../src/features/pipelines/pipeline-services";
+import { productionNodeServices, type NodeServices } from "../../src/features/pipelines/pipeline-services";
 import { bearer, call, json } from "../helpers";
+import { useDeps } from "../test-deps";
 
 export const SMALLEST = {
   nodes: [
@@ -127,11 +124,10 @@ export function fakeServices(env: Env, overrides: Partial<NodeServices> = {}): N
   };
 }
 
-/** Makes new run objects (and definition checks) use these services until the returned function is called. */
+/**
+ * Makes the app's definition checks and new run objects use these services until the returned
+ * function is called (test/worker.ts builds both with them).
+ */
 export function useServices(make: (env: Env) => NodeServices): () => void {
-  const previous = nodeServicesProvider.create;
-  nodeServicesProvider.create = make;
-  return () => {
-    nodeServicesProvider.create = previous;
-  };
+  return useDeps(() => ({ nodeServices: make }));
 }

@@ -200,10 +200,3 @@ export function productionNodeServices(env: Env): NodeServices {
     },
   };
 }
-
-/**
- * How the run object and the definition routes obtain their services. The run object calls
- * `nodeServicesProvider.create(env)` when it is constructed; tests replace `create` with
- * in-test implementations before starting runs, instead of mocking modules.
- */
-export const nodeServicesProvider: { create: (env: Env) => NodeServices } = { create: productionNodeServices };
