@@ -20,14 +20,18 @@ export interface Deps {
   chatbotServices: ChatbotServicesFactory;
 }
 
-/** The real implementations. Frozen: a test that wants others passes them to `createApp` instead. */
-export const productionDeps: Readonly<Deps> = Object.freeze({
-  providers: Object.freeze({}),
-  nodeServices: productionNodeServices,
-  chatbotServices: productionChatbotServices,
-});
-
-/** The production implementations with some replaced: what `createApp(overrides)` and the objects use. */
+/**
+ * The production implementations with some replaced: what `createApp(overrides)` and the objects
+ * use. The production services reach models through whichever `providers` were chosen.
+ */
 export function withOverrides(overrides: Partial<Deps> = {}): Deps {
-  return { ...productionDeps, ...overrides };
+  const providers = overrides.providers ?? Object.freeze({});
+  return {
+    providers,
+    nodeServices: overrides.nodeServices ?? ((env) => productionNodeServices(env, providers)),
+    chatbotServices: overrides.chatbotServices ?? ((env) => productionChatbotServices(env, providers)),
+  };
 }
+
+/** The real implementations. Frozen: a test that wants others passes them to `createApp` instead. */
+export const productionDeps: Readonly<Deps> = Object.freeze(withOverrides());

@@ -53,7 +53,7 @@ export const run = (key: string, agentId: string, body: Body) => v1(key, "POST",
 export function useAgentDeps(make: (env: Env) => Partial<AgentRunDeps>): () => void {
   return useAgentRunDeps((e) => {
     const { services, providers } = make(e);
-    return { nodeServices: () => services ?? productionNodeServices(e), providers: providers ?? {} };
+    return { nodeServices: () => services ?? productionNodeServices(e, {}), providers: providers ?? {} };
   });
 }
 

@@ -94,7 +94,7 @@ export async function waitForRun(
 
 /** In-test services for the nodes whose real implementations live in other features. */
 export function fakeServices(env: Env, overrides: Partial<NodeServices> = {}): NodeServices {
-  const production = productionNodeServices(env);
+  const production = productionNodeServices(env, {});
   return {
     async chat(_auth, request) {
       const last = request.messages[request.messages.length - 1];
