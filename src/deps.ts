@@ -5,8 +5,8 @@ import { productionNodeServices, type NodeServices } from "./features/pipelines/
 
 /**
  * Every implementation Loom chooses rather than hard-wires, chosen once at the edge: `createApp(overrides)`
- * for the Worker (handlers read it as `c.get("deps")`), `depsFor(env)` in each Durable Object. Tests
- * pass fakes there; nothing swaps a module global.
+ * for the Worker (handlers read it as `c.get("deps")`), the constructor of each run object (the runtime
+ * passes none: production). Tests pass fakes there; src/ holds no module global for them to swap.
  */
 export interface Deps {
   /**
