@@ -37,4 +37,30 @@ export default [
       "@typescript-eslint/no-misused-promises": "error",
     },
   },
+  {
+    // Implementations are chosen once, in `Deps` (src/deps.ts), at the app's edge. A module that
+    // exports a binding or an object of functions others can reassign invites tests to swap it.
+    files: ["src/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "ExportNamedDeclaration > VariableDeclaration[kind!='const']",
+          message: "src/ exports no mutable binding: choose implementations in Deps (src/deps.ts).",
+        },
+        {
+          selector:
+            "ExportNamedDeclaration > VariableDeclaration > VariableDeclarator > ObjectExpression > Property:matches([method=true], [value.type='ArrowFunctionExpression'], [value.type='FunctionExpression'])",
+          message:
+            "src/ exports no object of swappable functions: choose implementations in Deps (src/deps.ts), or export the functions.",
+        },
+        {
+          selector:
+            "ExportNamedDeclaration > VariableDeclaration > VariableDeclarator > Identifier.id > TSTypeAnnotation > TSTypeLiteral :matches(TSFunctionType, TSMethodSignature)",
+          message:
+            "src/ exports no object of swappable functions: choose implementations in Deps (src/deps.ts), or export the functions.",
+        },
+      ],
+    },
+  },
 ];

@@ -83,6 +83,12 @@ const fakeWebBindings = {
 const verbose = process.env.WORKERD_VERBOSE === "1";
 
 /**
+ * The Worker the tests run: src/index.ts's app and objects built with the implementations each test
+ * file chooses (test/worker.ts, test/test-deps.ts), so no test swaps a module global in src/.
+ */
+const TEST_ENTRY = "./test/worker.ts";
+
+/**
  * Files that get a workerd of their own: the hostile-PDF test in knowledge-bases.security (pdf.js in
  * the parser's Dynamic Worker, up to its CPU limit) ran 2-4 s in a fresh runtime but passed its 30 s
  * timeout after the sandbox and hostile-body suites had run in the same one (measured at load ~13).
@@ -134,6 +140,7 @@ export default defineConfig({
       {
         plugins: [
           cloudflareTest({
+            main: TEST_ENTRY,
             verbose,
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] },
@@ -144,6 +151,7 @@ export default defineConfig({
       {
         plugins: [
           cloudflareTest({
+            main: TEST_ENTRY,
             verbose,
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: { bindings, ratelimits, serviceBindings: fakeWebBindings, workers: [fakeWebWorker()] },
@@ -156,6 +164,7 @@ export default defineConfig({
         // "vectorize") instead of Loom's own: the production option, end to end through the Worker.
         plugins: [
           cloudflareTest({
+            main: TEST_ENTRY,
             verbose,
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {

@@ -1,5 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppBindings } from "./env";
+import { withOverrides, type Deps } from "./deps";
 import { renderError, renderNotFound } from "./lib/render-error";
 import { requestId } from "./middleware/request-id";
 import { securityHeaders } from "./middleware/security-headers";
@@ -17,9 +18,17 @@ import { registerPipelineRoutes } from "./features/pipelines/pipelines.routes";
 import { registerTransformationRoutes } from "./features/transformations/transformations.routes";
 import { registerKnowledgeBaseRoutes } from "./features/knowledge-bases/knowledge-bases.routes";
 
-/** Builds the Hono app: middleware, the two error renderers, and every feature's routes. */
-export function createApp(): OpenAPIHono<AppBindings> {
+/**
+ * Builds the Hono app: middleware, the two error renderers, and every feature's routes. The Worker
+ * runs it with the production implementations; tests pass fakes for some (`createApp({ chatbotServices })`).
+ */
+export function createApp(overrides: Partial<Deps> = {}): OpenAPIHono<AppBindings> {
+  const deps = withOverrides(overrides);
   const app = new OpenAPIHono<AppBindings>({ strict: true });
+  app.use("*", async (c, next) => {
+    c.set("deps", deps);
+    await next();
+  });
   app.use("*", securityHeaders);
   app.use("*", requestId);
   app.use("*", accessLog);

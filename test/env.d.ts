@@ -4,7 +4,7 @@ import type { Env as LoomEnv } from "../src/env";
 declare global {
   namespace Cloudflare {
     interface GlobalProps {
-      mainModule: typeof import("../src/index");
+      mainModule: typeof import("./worker");
     }
     interface Env extends LoomEnv {
       TEST_MIGRATIONS: D1Migration[];

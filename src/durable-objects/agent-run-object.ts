@@ -6,7 +6,8 @@ import { ownSchema } from "./sqlite-schema";
 import type { ChatMessage, ChatModel, ChatResult, ToolCall } from "../providers/types";
 import { answerOutputName } from "../features/agents/agent-definition";
 import { agentChatModel } from "../features/agents/agent-models";
-import { agentRunDepsProvider, type AgentRunDeps } from "../features/agents/agent-run-deps";
+import type { AgentRunDeps } from "../features/agents/agent-run-deps";
+import { productionDeps, type Deps } from "../deps";
 import {
   AGENT_RUN_FINISHED,
   AGENT_RUN_SETTLED,
@@ -60,11 +61,12 @@ export class AgentRunObject extends DurableObject<Env> {
   /** Callers of waitUntilSettled: woken on every change, but they do not ask for tokens. */
   private readonly waiters = new Set<() => void>();
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  /** The runtime builds it with the production implementations; a test entry may pass fakes (test/worker.ts). */
+  constructor(ctx: DurableObjectState, env: Env, deps: Deps = productionDeps) {
     super(ctx, env);
     ownSchema(ctx, AGENT_RUN_SCHEMA);
     this.store = new AgentRunStore(ctx.storage.sql);
-    this.deps = agentRunDepsProvider.create(env);
+    this.deps = { services: deps.nodeServices(env), providers: deps.providers };
   }
 
   // ---- RPC ------------------------------------------------------------------------------

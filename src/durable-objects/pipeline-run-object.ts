@@ -9,7 +9,8 @@ import { AppError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { NodeSpec } from "../features/pipelines/pipeline-nodes";
 import { executeNode, passThrough } from "../features/pipelines/node-executors";
-import { NodeFailure, nodeServicesProvider, type NodeServices } from "../features/pipelines/pipeline-services";
+import { NodeFailure, type NodeServices } from "../features/pipelines/pipeline-services";
+import { productionDeps, type Deps } from "../deps";
 import { allDone, FINISHED, planNodes, SETTLED, type NodeState } from "../features/pipelines/run-state";
 import {
   iso,
@@ -53,10 +54,11 @@ export class PipelineRunObject extends DurableObject<Env> {
   private readonly inflight = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private readonly listeners = new Set<() => void>();
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  /** The runtime builds it with the production implementations; a test entry may pass fakes (test/worker.ts). */
+  constructor(ctx: DurableObjectState, env: Env, deps: Deps = productionDeps) {
     super(ctx, env);
     setIsolateLogLevel(env.LOG_LEVEL);
-    this.services = nodeServicesProvider.create(env);
+    this.services = deps.nodeServices(env);
     ownSchema(ctx, PIPELINE_RUN_SCHEMA);
     this.store = new RunStore(ctx.storage.sql);
   }

@@ -1,10 +1,11 @@
 import { env } from "cloudflare:test";
 import type { Env } from "../../src/env";
-import { agentRunDepsProvider, type AgentRunDeps } from "../../src/features/agents/agent-run-deps";
+import type { AgentRunDeps } from "../../src/features/agents/agent-run-deps";
 import { productionNodeServices } from "../../src/features/pipelines/pipeline-services";
 import { bearer, call, json, type Org } from "../helpers";
 import { FakeNetwork, type Received } from "../providers/fake-providers";
 import { connect } from "../providers/connect";
+import { useAgentRunDeps } from "../test-deps";
 
 export type Body = Record<string, unknown>;
 
@@ -48,13 +49,12 @@ export async function createAgent(key: string, fields: Body = {}): Promise<strin
 
 export const run = (key: string, agentId: string, body: Body) => v1(key, "POST", `/v1/agent/${agentId}/run`, body);
 
-/** Makes new run objects use these dependencies until the returned function is called. */
+/** Makes new run objects use these dependencies (production for the rest) until the returned function is called. */
 export function useAgentDeps(make: (env: Env) => Partial<AgentRunDeps>): () => void {
-  const previous = agentRunDepsProvider.create;
-  agentRunDepsProvider.create = (e) => ({ services: productionNodeServices(e), providers: {}, ...make(e) });
-  return () => {
-    agentRunDepsProvider.create = previous;
-  };
+  return useAgentRunDeps((e) => {
+    const { services, providers } = make(e);
+    return { nodeServices: () => services ?? productionNodeServices(e, {}), providers: providers ?? {} };
+  });
 }
 
 export type Turn = { text: string } | { calls: { name: string; arguments: Body; id?: string }[] };

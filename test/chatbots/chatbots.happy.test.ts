@@ -266,7 +266,7 @@ describe("chatbots: running", () => {
   });
 
   it("queries real knowledge bases with the owner's rights, best passages first (production knowledge-base wiring)", async () => {
-    const production = productionChatbotServices(env);
+    const production = productionChatbotServices(env, {});
     const app = chatbotApp({ queryKnowledgeBases: production.queryKnowledgeBases });
     const org = await seedOrg();
     const glaciers = await createKb(org.owner.apiKey);

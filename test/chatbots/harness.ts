@@ -1,9 +1,6 @@
 import { env } from "cloudflare:test";
-import { OpenAPIHono } from "@hono/zod-openapi";
-import type { AppBindings, Env } from "../../src/env";
-import { renderError, renderNotFound } from "../../src/lib/render-error";
-import { requestId } from "../../src/middleware/request-id";
-import { registerChatbotRoutes } from "../../src/features/chatbots/chatbots.routes";
+import type { Env } from "../../src/env";
+import { createApp } from "../../src/app";
 import type {
   AnswerEvent,
   AnswerInput,
@@ -73,14 +70,10 @@ export function fakeServices(recorded: Recorded, overrides: Partial<ChatbotServi
   };
 }
 
-/** The chatbot routes mounted on their own app with in-test services, over the real D1, R2 and Durable Objects. */
+/** The whole app, built with in-test chatbot services, over the real D1, R2 and Durable Objects. */
 export function chatbotApp(overrides: Partial<ChatbotServices> = {}, envOverrides: Partial<Env> = {}) {
   const recorded: Recorded = { answers: [], fetches: [], transcribed: [] };
-  const app = new OpenAPIHono<AppBindings>({ strict: true });
-  app.use("*", requestId);
-  app.onError(renderError);
-  app.notFound(renderNotFound);
-  registerChatbotRoutes(app, { services: () => fakeServices(recorded, overrides) });
+  const app = createApp({ chatbotServices: () => fakeServices(recorded, overrides) });
   const pending: Promise<unknown>[] = [];
   const ctx = {
     waitUntil: (p: Promise<unknown>) => void pending.push(p),

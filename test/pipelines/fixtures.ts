@@ -1,12 +1,9 @@
 import { env } from "cloudflare:test";
 import type { Env } from "../../src/env";
 import { runStub } from "../../src/features/pipelines/pipeline-runs.service";
-import {
-  nodeServicesProvider,
-  productionNodeServices,
-  type NodeServices,
-} from "../../src/features/pipelines/pipeline-services";
+import { productionNodeServices, type NodeServices } from "../../src/features/pipelines/pipeline-services";
 import { bearer, call, json } from "../helpers";
+import { useDeps } from "../test-deps";
 
 export const SMALLEST = {
   nodes: [
@@ -97,7 +94,7 @@ export async function waitForRun(
 
 /** In-test services for the nodes whose real implementations live in other features. */
 export function fakeServices(env: Env, overrides: Partial<NodeServices> = {}): NodeServices {
-  const production = productionNodeServices(env);
+  const production = productionNodeServices(env, {});
   return {
     async chat(_auth, request) {
       const last = request.messages[request.messages.length - 1];
@@ -127,11 +124,10 @@ export function fakeServices(env: Env, overrides: Partial<NodeServices> = {}): N
   };
 }
 
-/** Makes new run objects (and definition checks) use these services until the returned function is called. */
+/**
+ * Makes the app's definition checks and new run objects use these services until the returned
+ * function is called (test/worker.ts builds both with them).
+ */
 export function useServices(make: (env: Env) => NodeServices): () => void {
-  const previous = nodeServicesProvider.create;
-  nodeServicesProvider.create = make;
-  return () => {
-    nodeServicesProvider.create = previous;
-  };
+  return useDeps(() => ({ nodeServices: make }));
 }

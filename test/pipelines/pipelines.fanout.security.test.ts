@@ -63,7 +63,7 @@ async function untilIdle(orgId: string): Promise<void> {
 
 /** Runs `body` with sub-runs admitted under `vars`; `limited` is the env for the root run. */
 async function withLimits(vars: Partial<Env>, body: (limited: Env) => Promise<void>): Promise<void> {
-  const restore = useServices((e) => productionNodeServices({ ...e, ...vars }));
+  const restore = useServices((e) => productionNodeServices({ ...e, ...vars }, {}));
   try {
     await body({ ...env, ...vars });
   } finally {

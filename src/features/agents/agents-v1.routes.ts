@@ -37,7 +37,7 @@ export function registerAgentV1Routes(app: OpenAPIHono<AppBindings>): void {
       body: AgentWriteBody,
       responses: { 403: "Viewers cannot create", 409: "Name taken" },
     },
-    async (c, { body }) => c.json(await createAgentV1(c.env, c.get("auth"), body)),
+    async (c, { body }) => c.json(await createAgentV1(c.env, c.get("auth"), c.get("deps").nodeServices(c.env), body)),
   );
 
   defineRoute(
@@ -67,7 +67,8 @@ export function registerAgentV1Routes(app: OpenAPIHono<AppBindings>): void {
       body: AgentWriteBody,
       responses: { 403: "Not allowed to edit", 404: "No such agent", 409: "Name taken" },
     },
-    async (c, { params, body }) => c.json(await updateAgentV1(c.env, c.get("auth"), params.id, body)),
+    async (c, { params, body }) =>
+      c.json(await updateAgentV1(c.env, c.get("auth"), c.get("deps").nodeServices(c.env), params.id, body)),
   );
 
   defineRoute(

@@ -4,7 +4,7 @@ import { database, writeUnique } from "../../db/client";
 import { agents } from "../../db/schema/agents";
 import { AppError, badRequest, forbidden, notFound } from "../../lib/errors";
 import type { FetchQueryInput } from "../../lib/ownership";
-import { nodeServicesProvider } from "../pipelines/pipeline-services";
+import type { NodeServices } from "../pipelines/pipeline-services";
 import {
   definitionForSdk,
   parseStoredDefinition,
@@ -22,8 +22,13 @@ import { agentAccess, deleteAgent, historyInsert, insertAgent } from "./agents.s
  */
 
 /** Every tool must name a record the writer may use; otherwise the agent is refused (400). */
-async function checkTools(env: Env, auth: AuthContext, definition: AgentDefinition, selfId?: string): Promise<void> {
-  const services = nodeServicesProvider.create(env);
+async function checkTools(
+  env: Env,
+  auth: AuthContext,
+  services: NodeServices,
+  definition: AgentDefinition,
+  selfId?: string,
+): Promise<void> {
   for (const tool of definition.tools) {
     const id = tool.target ?? "";
     let problem: string | null = null;
@@ -46,9 +51,10 @@ async function checkTools(env: Env, auth: AuthContext, definition: AgentDefiniti
   }
 }
 
-export async function createAgentV1(env: Env, auth: AuthContext, body: AgentWriteInput) {
+/** `services` checks that each tool's record exists and may be used (the app's `Deps.nodeServices`). */
+export async function createAgentV1(env: Env, auth: AuthContext, services: NodeServices, body: AgentWriteInput) {
   const definition = readDefinition(body);
-  await checkTools(env, auth, definition);
+  await checkTools(env, auth, services, definition);
   const row = await insertAgent(
     env,
     auth,
@@ -96,13 +102,19 @@ export async function fetchAgentV1(env: Env, auth: AuthContext, query: FetchQuer
 }
 
 /** Owner, admin, or a user it is shared with as editor. */
-export async function updateAgentV1(env: Env, auth: AuthContext, id: string, body: AgentWriteInput) {
+export async function updateAgentV1(
+  env: Env,
+  auth: AuthContext,
+  services: NodeServices,
+  id: string,
+  body: AgentWriteInput,
+) {
   const access = await agentAccess(env, auth, id);
   if (access.row.orgId !== auth.orgId) throw notFound("agent");
   if (!access.canEdit)
     throw forbidden("only the agent's owner, an admin or a user it is shared with as editor can change it");
   const definition = readDefinition(body, parseStoredDefinition(access.row.definition));
-  await checkTools(env, auth, definition, id);
+  await checkTools(env, auth, services, definition, id);
   const db = database(env);
   const changes = {
     name: body.name,

@@ -6,7 +6,7 @@ import { AppError, badRequest } from "../../lib/errors";
 import type { FetchLike } from "../../lib/egress";
 import { database } from "../../db/client";
 import { users } from "../../db/schema/identity";
-import { chatModelFor, transcriberFor } from "../../providers/registry";
+import { chatModelFor, transcriberFor, type ProviderDeps } from "../../providers/registry";
 import { EXTRACTIVE_MODEL } from "../../providers/extractive";
 import { streamGroundedAnswer, withoutUnknownCitations, type Passage } from "../../providers/grounded-answer";
 import type { ChatModel, Transcriber } from "../../providers/types";
@@ -60,8 +60,8 @@ export interface PipelineRunInput {
 }
 
 /**
- * Everything a chatbot needs from the rest of Loom. Production wiring is below; tests pass their
- * own implementation to `registerChatbotRoutes`, through the same construction path.
+ * Everything a chatbot needs from the rest of Loom. Production wiring is below; the app takes it
+ * from its `Deps` (src/deps.ts), where tests pass their own (`createApp({ chatbotServices })`).
  */
 export interface ChatbotServices {
   answer(input: AnswerInput): AsyncIterable<AnswerEvent>;
@@ -158,8 +158,9 @@ export async function followUpQuestions(
  * numbered sources, its system prompt as instructions. No model: the offline extractive answerer,
  * which quotes the sources and is labelled `loom/extractive`.
  */
-async function* answerWithModel(env: Env, input: AnswerInput): AsyncIterable<AnswerEvent> {
+async function* answerWithModel(env: Env, providers: ProviderDeps, input: AnswerInput): AsyncIterable<AnswerEvent> {
   const model = await chatModelFor(env, { orgId: input.orgId }, input.model ?? EXTRACTIVE_MODEL, {
+    ...providers,
     allowExtractive: input.model === null,
     purpose: "this chatbot",
   });
@@ -201,10 +202,16 @@ async function* answerWithModel(env: Env, input: AnswerInput): AsyncIterable<Ans
   };
 }
 
-async function transcribeAudio(env: Env, orgId: string, audio: Uint8Array, mimeType: string): Promise<string> {
+async function transcribeAudio(
+  env: Env,
+  providers: ProviderDeps,
+  orgId: string,
+  audio: Uint8Array,
+  mimeType: string,
+): Promise<string> {
   let transcriber: Transcriber;
   try {
-    transcriber = await transcriberFor(env, { orgId }, undefined, { purpose: "this chatbot's audio" });
+    transcriber = await transcriberFor(env, { orgId }, undefined, { ...providers, purpose: "this chatbot's audio" });
   } catch (error) {
     if (error instanceof AppError && error.code === "bad_request")
       throw badRequest(
@@ -215,9 +222,9 @@ async function transcribeAudio(env: Env, orgId: string, audio: Uint8Array, mimeT
   return (await transcriber.transcribe(audio, mimeType)).text;
 }
 
-async function hasTranscriber(env: Env, orgId: string): Promise<boolean> {
+async function hasTranscriber(env: Env, providers: ProviderDeps, orgId: string): Promise<boolean> {
   try {
-    await transcriberFor(env, { orgId }, undefined, { purpose: "this chatbot's audio" });
+    await transcriberFor(env, { orgId }, undefined, { ...providers, purpose: "this chatbot's audio" });
     return true;
   } catch (error) {
     // No connection (or one this deployment cannot use) is a 400 from the registry: no microphone.
@@ -227,21 +234,25 @@ async function hasTranscriber(env: Env, orgId: string): Promise<boolean> {
 }
 
 /*
- * Production wiring: models and transcription through the provider layer, knowledge bases through
- * the knowledge-base feature, pipelines through the pipelines feature (run with the chatbot
- * owner's rights; aborting the answer terminates the run).
+ * Production wiring: models and transcription through the provider layer (reached through
+ * `providers`, the app's `Deps.providers`), knowledge bases through the knowledge-base feature,
+ * pipelines through the pipelines feature (run with the chatbot owner's rights; aborting the
+ * answer terminates the run).
  */
-export const productionChatbotServices: ChatbotServicesFactory = (env) => ({
-  answer: (input) => answerWithModel(env, input),
-  queryKnowledgeBases: (query) => queryKnowledge(env, query),
-  runPipeline: (input) =>
-    runPipelineForUser(env, {
-      orgId: input.orgId,
-      userId: input.userId,
-      pipelineId: input.pipelineId,
-      inputs: input.inputs,
-      signal: input.signal,
-    }),
-  transcribe: ({ orgId, audio, mimeType }) => transcribeAudio(env, orgId, audio, mimeType),
-  canTranscribe: (orgId) => hasTranscriber(env, orgId),
-});
+export function productionChatbotServices(env: Env, providers: ProviderDeps): ChatbotServices {
+  return {
+    answer: (input) => answerWithModel(env, providers, input),
+    queryKnowledgeBases: (query) => queryKnowledge(env, query),
+    runPipeline: (input) =>
+      runPipelineForUser(env, {
+        orgId: input.orgId,
+        userId: input.userId,
+        pipelineId: input.pipelineId,
+        inputs: input.inputs,
+        signal: input.signal,
+      }),
+    transcribe: ({ orgId, audio, mimeType }) => transcribeAudio(env, providers, orgId, audio, mimeType),
+    canTranscribe: (orgId) => hasTranscriber(env, providers, orgId),
+    fetch: providers.fetch,
+  };
+}

@@ -3,7 +3,6 @@ import type { AppBindings } from "../../env";
 import { defineRoute } from "../../lib/route";
 import { cappedBody } from "../../middleware/body-cap";
 import { WebhookReply } from "./chatbots.responses";
-import type { ChatbotServicesFactory } from "./chatbot-services";
 import { ChatbotIdParams } from "./chatbots.schemas";
 import { handleTelephonyWebhook, handleWorkspaceWebhook } from "./chatbot-webhooks.service";
 import { keepAliveFor } from "./keep-alive";
@@ -14,7 +13,7 @@ import { keepAliveFor } from "./keep-alive";
  */
 export const MAX_WEBHOOK_BYTES = 256 * 1024;
 
-export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>, services: ChatbotServicesFactory): void {
+export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>): void {
   const hook = { group: "B", auth: "none", tags: ["Chatbot integrations"] } as const;
 
   defineRoute(
@@ -40,7 +39,7 @@ export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>, serv
       const signature = c.req.header("x-telephony-signature") ?? c.req.header("x-twilio-signature");
       const reply = await handleTelephonyWebhook(
         c.env,
-        services(c.env),
+        c.get("deps").chatbotServices(c.env),
         params.chatbot_id,
         c.req.url,
         new TextDecoder().decode(cappedBody(c)),
@@ -77,7 +76,7 @@ export function registerChatbotWebhookRoutes(app: OpenAPIHono<AppBindings>, serv
       return c.json(
         await handleWorkspaceWebhook(
           env,
-          services(env),
+          c.get("deps").chatbotServices(env),
           params.chatbot_id,
           new TextDecoder().decode(cappedBody(c)),
           timestamp,

@@ -16,7 +16,6 @@ import { AppError, badRequest } from "../../lib/errors";
 import { verifyPassword } from "../../lib/crypto";
 import { authenticate } from "../../middleware/auth";
 import { clientIdentity } from "../../middleware/client-identity";
-import type { ChatbotServicesFactory } from "./chatbot-services";
 import {
   ChatbotIdParams,
   SessionBody,
@@ -107,7 +106,7 @@ const actorOf = (session: VisitorSession): ConversationActor => ({ kind: "visito
 const showsSources = (row: ChatbotRow): boolean =>
   parseObject<DeploymentSettings>(row.deployment).show_sources ?? false;
 
-export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, services: ChatbotServicesFactory): void {
+export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>): void {
   const pub = { group: "B", auth: "none", tags: ["Deployed chatbots"] } as const;
 
   // Embedding sites call these from the browser. CORS answers only the chatbot's allowed origins
@@ -135,7 +134,8 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
     },
     async (c, { params }) => {
       const row = await getDeployedChatbot(c.env, params.chatbot_id);
-      const canTranscribe = visitorInputs(row).speech && (await services(c.env).canTranscribe(row.orgId));
+      const canTranscribe =
+        visitorInputs(row).speech && (await c.get("deps").chatbotServices(c.env).canTranscribe(row.orgId));
       return c.json({ status: "success", chatbot: publicProfile(row, canTranscribe) });
     },
   );
@@ -200,7 +200,7 @@ export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>, servi
       const limit = visitorRateLimit(row);
       await consumeRateLimit(env, `run:${row.id}:${session.visitorId}`, limit);
       await consumeRateLimit(env, `run-ip:${row.id}:${clientIdentity(c)}`, limit * 5);
-      const svc = services(env);
+      const svc = c.get("deps").chatbotServices(env);
       const prepared = await prepareRun(env, svc, row, actorOf(session), body, showsSources(row));
       const extra = issued ? { visitor_session: issued } : {};
       if (issued) c.header(SESSION_HEADER, issued);

@@ -19,7 +19,6 @@ import {
 } from "./chatbots.responses";
 import { FetchQuery, ListQuery, listEnvelope } from "../../lib/ownership";
 import { notFound } from "../../lib/errors";
-import { productionChatbotServices, type ChatbotServicesFactory } from "./chatbot-services";
 import {
   AccessBody,
   ChatbotCreateBody,
@@ -77,13 +76,7 @@ import { registerPublicChatbotRoutes } from "./chatbots-public.routes";
 import { registerChatPageRoutes } from "./chat-page.routes";
 import { registerChatbotWebhookRoutes } from "./chatbot-webhooks.routes";
 
-export interface ChatbotRouteOptions {
-  /** Where answers, knowledge, pipelines and transcription come from; tests pass their own. */
-  services?: ChatbotServicesFactory;
-}
-
-export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: ChatbotRouteOptions = {}): void {
-  const services = options.services ?? productionChatbotServices;
+export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>): void {
   const a = { group: "A", auth: "api_key", tags: ["Chatbots"] } as const;
   const b = { group: "B", auth: "bearer", tags: ["Chatbots"] } as const;
 
@@ -180,7 +173,7 @@ export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: Ch
       const auth = c.get("auth");
       const chatbot = await getVisibleChatbot(env, auth, params.id);
       assertCanRun(chatbot, auth);
-      const svc = services(env);
+      const svc = c.get("deps").chatbotServices(env);
       const prepared = await prepareRun(env, svc, chatbot, { kind: "user", userId: auth.userId }, body, true);
       if (body.stream) return asStream(streamAnswer(c, (onPiece) => executeRun(env, svc, prepared, onPiece), {}));
       const result = await executeRun(env, svc, prepared, () => undefined);
@@ -529,9 +522,9 @@ export function registerChatbotRoutes(app: OpenAPIHono<AppBindings>, options: Ch
       c.json({ status: "success", object: chatbotRecord(await updateChatWorkspace(c.env, c.get("auth"), body)) }),
   );
 
-  registerPublicChatbotRoutes(app, services);
+  registerPublicChatbotRoutes(app);
   registerChatPageRoutes(app);
-  registerChatbotWebhookRoutes(app, services);
+  registerChatbotWebhookRoutes(app);
 
   defineRoute(
     app,

@@ -6,7 +6,7 @@ import { and, eq } from "drizzle-orm";
 import { database } from "../../db/client";
 import { connections } from "../../db/schema/identity";
 import { EXTRACTIVE_MODEL } from "../../providers/extractive";
-import { chatModelFor } from "../../providers/registry";
+import { chatModelFor, type ProviderDeps } from "../../providers/registry";
 import { queryWithModelOptions } from "../knowledge-bases/options/knowledge-base-query";
 import { visibleKnowledgeBase } from "../knowledge-bases/knowledge-bases.service";
 import { QueryBody } from "../knowledge-bases/knowledge-bases.schemas";
@@ -145,9 +145,10 @@ function knowledgeBaseOutputs(result: QueryResult): KnowledgeBaseQueryResult {
  * The production wiring: transformations run through the transformations feature (a metered
  * sandbox), knowledge-base nodes through the knowledge-base query with its model-backed options,
  * llm nodes through the provider registry (chat models from the organization's connections),
- * and sub-pipelines through our own runs.
+ * and sub-pipelines through our own runs. Models are reached through `providers` (the app's
+ * `Deps.providers`: the network, retries).
  */
-export function productionNodeServices(env: Env): NodeServices {
+export function productionNodeServices(env: Env, providers: ProviderDeps): NodeServices {
   return {
     async queryKnowledgeBase(auth, knowledgeBaseId, query, options, signal) {
       if (query.trim() === "") throw new NodeFailure("the query is empty");
@@ -155,7 +156,10 @@ export function productionNodeServices(env: Env): NodeServices {
       if (!parsed.ok) throw new NodeFailure(parsed.problem);
       // The same query the API runs, with its model-backed options (rerank, advanced QA ...).
       return knowledgeBaseOutputs(
-        await Promise.race([queryWithModelOptions(env, auth, knowledgeBaseId, parsed.body), whenAborted(signal)]),
+        await Promise.race([
+          queryWithModelOptions(env, auth, knowledgeBaseId, parsed.body, providers),
+          whenAborted(signal),
+        ]),
       );
     },
     async runTransformation(auth, transformationId, inputs, signal) {
@@ -164,6 +168,7 @@ export function productionNodeServices(env: Env): NodeServices {
     async chat(auth, request) {
       const name = await chatModelName(env, auth, request);
       const model = await chatModelFor(env, auth, name, {
+        ...providers,
         allowExtractive: name === EXTRACTIVE_MODEL,
         purpose: "an llm node",
       });
@@ -200,10 +205,3 @@ export function productionNodeServices(env: Env): NodeServices {
     },
   };
 }
-
-/**
- * How the run object and the definition routes obtain their services. The run object calls
- * `nodeServicesProvider.create(env)` when it is constructed; tests replace `create` with
- * in-test implementations before starting runs, instead of mocking modules.
- */
-export const nodeServicesProvider: { create: (env: Env) => NodeServices } = { create: productionNodeServices };

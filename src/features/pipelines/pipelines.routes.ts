@@ -53,7 +53,12 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
     },
     async (c, { body }) => {
       const definition = toDefinition(body);
-      const created = await createPipeline(c.env, c.get("auth"), { ...definition, name: definition.name ?? "" });
+      const created = await createPipeline(
+        c.env,
+        c.get("auth"),
+        { ...definition, name: definition.name ?? "" },
+        c.get("deps").nodeServices(c.env),
+      );
       // Loom's format keeps its `{status, id}` answer; the editor's clients read `branch_id` too.
       return c.json(body.format === "editor" ? created : { status: created.status, id: created.id });
     },
@@ -73,7 +78,10 @@ export function registerPipelineRoutes(app: OpenAPIHono<AppBindings>): void {
       body: PipelineUpdateRequest,
       responses: { 403: "Not yours", 404: "No such pipeline", 409: "Name taken" },
     },
-    async (c, { params, body }) => c.json(await updatePipeline(c.env, c.get("auth"), params.id, toDefinition(body))),
+    async (c, { params, body }) =>
+      c.json(
+        await updatePipeline(c.env, c.get("auth"), params.id, toDefinition(body), c.get("deps").nodeServices(c.env)),
+      ),
   );
 
   defineRoute(

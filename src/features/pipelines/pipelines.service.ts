@@ -14,7 +14,7 @@ import {
   type FetchQueryInput,
 } from "../../lib/ownership";
 import { validateGraph, type PipelineGraph } from "./pipeline-graph";
-import { nodeServicesProvider, parseKnowledgeBaseQuery, type NodeServices } from "./pipeline-services";
+import { parseKnowledgeBaseQuery, type NodeServices } from "./pipeline-services";
 import { deleteRunIndex, terminateActiveRuns } from "./pipeline-run-control";
 import { runLimits } from "./run-admission";
 import { checkRunTree } from "./run-tree-bounds";
@@ -149,7 +149,7 @@ export async function createPipeline(
   env: Env,
   auth: AuthContext,
   input: PipelineDefinition & { name: string },
-  services: NodeServices = nodeServicesProvider.create(env),
+  services: NodeServices,
 ): Promise<PipelineWriteAnswer> {
   assertCanCreate(auth);
   const graph = validateGraph(input.nodes, input.edges);
@@ -194,7 +194,7 @@ export async function updatePipeline(
   auth: AuthContext,
   id: string,
   input: PipelineDefinition,
-  services: NodeServices = nodeServicesProvider.create(env),
+  services: NodeServices,
 ): Promise<PipelineWriteAnswer> {
   const db = database(env);
   const rows = await db.select().from(pipelines).where(eq(pipelines.id, id)).limit(1);
