@@ -10,6 +10,19 @@ const STOPWORDS = new Set(
   ),
 );
 
+/**
+ * The words a request is phrased with rather than what it asks about ("Describe papers on ...",
+ * "Has anyone investigated ...", "I am interested in articles dealing with ..."). Documents seldom
+ * hold them, so BM25 gives them a high idf and ranks first a chunk that happens to say "anyone" or
+ * "papers". Left out of a query's terms when it has others (query side only: a query made of
+ * nothing else still searches them); the verbose-query literature calls this stop structure.
+ */
+const REQUEST_WORDS = new Set(
+  "anyone anybody anything available want wanted wants wish interested please tell give paper papers article articles describe describes describing described discuss discusses discussing discussed deal deals dealing concerning regarding pertaining particularly especially specifically also etc e g".split(
+    " ",
+  ),
+);
+
 /** Most queries need no more; longer texts are cut so a query stays cheap. */
 const MAX_TERMS = 64;
 
@@ -20,15 +33,16 @@ const MAX_TERMS = 64;
  */
 export function queryTermCounts(text: string): Map<string, number> {
   const terms = new Map<string, number>();
+  const request = new Map<string, number>();
   const stop = new Map<string, number>();
   for (const token of tokenize(text)) {
     const word = text.slice(token.start, token.end).toLowerCase();
     if (!/[\p{L}\p{N}]/u.test(word)) continue;
-    const into = STOPWORDS.has(word) ? stop : terms;
+    const into = STOPWORDS.has(word) ? stop : REQUEST_WORDS.has(word) ? request : terms;
     if (!into.has(word) && terms.size >= MAX_TERMS) continue;
     into.set(word, (into.get(word) ?? 0) + 1);
   }
-  return terms.size ? terms : stop;
+  return terms.size ? terms : request.size ? request : stop;
 }
 
 /** The distinct search terms of a text, lowercased, function words left out when others exist. */
