@@ -12,13 +12,13 @@ const STOPWORDS = new Set(
 
 /**
  * The words a request is phrased with rather than what it asks about ("Describe papers on ...",
- * "Has anyone investigated ...", "I am interested in articles dealing with ..."). Documents seldom
+ * "Has anyone investigated ...", "I am interested in papers dealing with ..."). Documents seldom
  * hold them, so BM25 gives them a high idf and ranks first a chunk that happens to say "anyone" or
  * "papers". Left out of a query's terms when it has others (query side only: a query made of
  * nothing else still searches them); the verbose-query literature calls this stop structure.
  */
 const REQUEST_WORDS = new Set(
-  "anyone anybody anything available want wanted wants wish interested please tell give paper papers article articles describe describes describing described discuss discusses discussing discussed deal deals dealing concerning regarding pertaining particularly especially specifically also etc e g".split(
+  "anyone anybody anything available want wanted wants wish interested please tell give paper papers describe describes describing described discuss discusses discussing discussed deal deals dealing concerning regarding pertaining particularly especially specifically also etc e g".split(
     " ",
   ),
 );
