@@ -158,6 +158,14 @@ describe("request words (how a query is asked, not what about)", () => {
       ["available", 1],
     ]);
     expect([...queryTermCounts("what is it")].map(([t]) => t)).toEqual(["what", "is", "it"]);
+    // A contraction's fragment is no term; the same letter standing alone is one.
+    expect([...queryTermCounts("I'd like the user’s view of vitamin D")].map(([t]) => t)).toEqual([
+      "like",
+      "user",
+      "view",
+      "vitamin",
+      "d",
+    ]);
   });
 
   it("ranks the chunk about the query's subject above one that only repeats its phrasing, through the Worker", async () => {

@@ -18,10 +18,18 @@ const STOPWORDS = new Set(
  * nothing else still searches them); the verbose-query literature calls this stop structure.
  */
 const REQUEST_WORDS = new Set(
-  "anyone anybody anything available want wanted wants wish interested please tell give paper papers describe describes describing described discuss discusses discussing discussed deal deals dealing concerning regarding pertaining particularly especially specifically also etc e g".split(
+  "anyone anybody anything available want wanted wants wish interested looking please tell give paper papers describe describes describing described discuss discusses discussing discussed deal deals dealing concerning regarding pertaining particularly especially specifically also etc e g".split(
     " ",
   ),
 );
+
+/** What follows the apostrophe of "I'd", "user's", "don't", "we've": a function word's fragment, not a term. */
+const CONTRACTIONS = new Set(["s", "t", "d", "m", "ll", "re", "ve"]);
+
+/** Whether a word is a contraction's fragment: one of those, right after an apostrophe ("vitamin D" stays a term). */
+function isContraction(text: string, start: number, word: string): boolean {
+  return CONTRACTIONS.has(word) && start > 0 && (text[start - 1] === "'" || text[start - 1] === "\u2019");
+}
 
 /** Most queries need no more; longer texts are cut so a query stays cheap. */
 const MAX_TERMS = 64;
@@ -38,7 +46,8 @@ export function queryTermCounts(text: string): Map<string, number> {
   for (const token of tokenize(text)) {
     const word = text.slice(token.start, token.end).toLowerCase();
     if (!/[\p{L}\p{N}]/u.test(word)) continue;
-    const into = STOPWORDS.has(word) ? stop : REQUEST_WORDS.has(word) ? request : terms;
+    const into =
+      STOPWORDS.has(word) || isContraction(text, token.start, word) ? stop : REQUEST_WORDS.has(word) ? request : terms;
     if (!into.has(word) && terms.size >= MAX_TERMS) continue;
     into.set(word, (into.get(word) ?? 0) + 1);
   }
