@@ -159,12 +159,13 @@ describe("request words (how a query is asked, not what about)", () => {
     ]);
     expect([...queryTermCounts("what is it")].map(([t]) => t)).toEqual(["what", "is", "it"]);
     // A contraction's fragment is no term; the same letter standing alone is one.
-    expect([...queryTermCounts("I'd like the user’s view of vitamin D")].map(([t]) => t)).toEqual([
+    expect([...queryTermCounts("I'd like the user’s view of vitamin D, e.g. vitamin E")].map(([t]) => t)).toEqual([
       "like",
       "user",
       "view",
       "vitamin",
       "d",
+      "e",
     ]);
   });
 

@@ -18,7 +18,7 @@ const STOPWORDS = new Set(
  * nothing else still searches them); the verbose-query literature calls this stop structure.
  */
 const REQUEST_WORDS = new Set(
-  "anyone anybody anything available want wanted wants wish interested looking please tell give paper papers describe describes describing described discuss discusses discussing discussed deal deals dealing concerning regarding pertaining particularly especially specifically also etc e g".split(
+  "anyone anybody anything available want wanted wants wish interested looking please tell give paper papers describe describes describing described discuss discusses discussing discussed deal deals dealing concerning regarding pertaining particularly especially specifically also etc".split(
     " ",
   ),
 );
@@ -39,7 +39,9 @@ const MAX_TERMS = 64;
  * when others exist). The count matters for long natural-language queries, which name what they
  * are about more than once ("titles ... titles ... titles"): BM25 weighs each term by it.
  */
-export function queryTermCounts(text: string): Map<string, number> {
+export function queryTermCounts(query: string): Map<string, number> {
+  // "e.g." and "i.e." are no terms, but "vitamin E" is: drop the abbreviations, not the letters.
+  const text = query.replace(/\b(?:e\.g|i\.e)\./gi, (m) => " ".repeat(m.length));
   const terms = new Map<string, number>();
   const request = new Map<string, number>();
   const stop = new Map<string, number>();
