@@ -17,6 +17,7 @@
 // Options: --data=DIR (the folder holding cranfield/ and cisi/; default ../shared/data), --concurrency=N (default 4), --chunk-size=N (default 400),
 // --hybrid=rrf|weighted, --alpha=A (weighted hybrid only), --keep (keep the knowledge base and
 // print how to reuse it), --reuse-NAME=KB:KEY (query an already indexed one; ids map by cran_id),
+// --top-k=N (results asked per query, default 100; Recall@100 counts what comes back),
 // --collections=cranfield,cisi, --no-lancedb (skip the LanceDB comparator),
 // --no-prf (skip the `expand_query` rows: the default with the extra expanded query on and off;
 // the default's own keyword feedback always runs).
@@ -50,6 +51,8 @@ const TARGET_RATIO = 1.1;
 await requireLoom(base, "eval:retrieval");
 const concurrency = Number(args.get("concurrency") ?? 4);
 const chunkSize = Number(args.get("chunk-size") ?? 400);
+// Results asked per query: nDCG@10 needs 10, Recall@100 needs 100 (the candidate depth grows with it).
+const topK = Number(args.get("top-k") ?? 100);
 const hybridConfig = args.has("hybrid")
   ? { fusion_method: args.get("hybrid"), ...(args.has("alpha") ? { alpha: Number(args.get("alpha")) } : {}) }
   : undefined;
@@ -169,7 +172,7 @@ async function evaluate(collection) {
         token: key,
         body: {
           queries: [q.text],
-          search_metadata: { top_k: 100 },
+          search_metadata: { top_k: topK },
           config: { ...config, retrieval_unit: "documents" },
         },
       });

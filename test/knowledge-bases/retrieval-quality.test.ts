@@ -1,4 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { seedOrg } from "../helpers";
+import { createKb, indexText, query } from "./kb-fixtures";
+import { queryTermCounts } from "../../src/features/knowledge-bases/index/keyword-query";
 import { weightedFusion } from "../../src/features/knowledge-bases/index/hybrid-search";
 import { boostTitles, leadingTitle, TITLE_BOOST } from "../../src/features/knowledge-bases/index/title-boost";
 import { rocchio } from "../../src/features/knowledge-bases/index/vector-feedback";
@@ -140,5 +143,56 @@ describe("vector feedback (Rocchio)", () => {
   it("keeps the query when there is no usable feedback", () => {
     expect(rocchio([0.6, 0.8], [])).toEqual([0.6, 0.8]);
     expect(rocchio([0.6, 0.8], [[1, 0, 0]])).toEqual([0.6, 0.8]);
+  });
+});
+
+describe("request words (how a query is asked, not what about)", () => {
+  it("leaves them out of a query's terms when it has others, and searches them when it has nothing else", () => {
+    expect([...queryTermCounts("Has anyone described papers dealing with panel flutter? Please give data.")]).toEqual([
+      ["panel", 1],
+      ["flutter", 1],
+      ["data", 1],
+    ]);
+    expect([...queryTermCounts("Any papers available?")]).toEqual([
+      ["papers", 1],
+      ["available", 1],
+    ]);
+    expect([...queryTermCounts("what is it")].map(([t]) => t)).toEqual(["what", "is", "it"]);
+    // A contraction's fragment is no term; the same letter standing alone is one.
+    expect([...queryTermCounts("I'd like the user’s view of vitamin D, e.g. vitamin E")].map(([t]) => t)).toEqual([
+      "like",
+      "user",
+      "view",
+      "vitamin",
+      "d",
+      "e",
+    ]);
+  });
+
+  it("ranks the chunk about the query's subject above one that only repeats its phrasing, through the Worker", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    await indexText(
+      key,
+      kb,
+      "flutter.txt",
+      "Panel flutter\n\nFlutter of thin panels was measured at supersonic speed.",
+    );
+    await indexText(
+      key,
+      kb,
+      "library.txt",
+      "Library notice\n\nAnyone wanting papers described in the catalogue may ask: papers are available to anybody who wishes, please ask.",
+    );
+    await indexText(key, kb, "wings.txt", "Wing loads\n\nLoads on swept wings in transonic flow.");
+    for (const mode of ["keyword", "hybrid"]) {
+      const found = await query(key, kb, {
+        queries: ["Has anyone described papers available on panel flutter? Please."],
+        config: { retrieval_config: { search_mode: mode }, retrieval_unit: "documents" },
+      });
+      expect(found.status, mode).toBe(200);
+      expect(String(found.items[0]?.text), mode).toContain("Flutter of thin panels");
+    }
   });
 });

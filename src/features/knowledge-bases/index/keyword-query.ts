@@ -10,6 +10,27 @@ const STOPWORDS = new Set(
   ),
 );
 
+/**
+ * The words a request is phrased with rather than what it asks about ("Describe papers on ...",
+ * "Has anyone investigated ...", "I am interested in papers dealing with ..."). Documents seldom
+ * hold them, so BM25 gives them a high idf and ranks first a chunk that happens to say "anyone" or
+ * "papers". Left out of a query's terms when it has others (query side only: a query made of
+ * nothing else still searches them); the verbose-query literature calls this stop structure.
+ */
+const REQUEST_WORDS = new Set(
+  "anyone anybody anything available want wanted wants wish interested looking please tell give paper papers describe describes describing described discuss discusses discussing discussed deal deals dealing concerning regarding pertaining particularly especially specifically also etc".split(
+    " ",
+  ),
+);
+
+/** What follows the apostrophe of "I'd", "user's", "don't", "we've": a function word's fragment, not a term. */
+const CONTRACTIONS = new Set(["s", "t", "d", "m", "ll", "re", "ve"]);
+
+/** Whether a word is a contraction's fragment: one of those, right after an apostrophe ("vitamin D" stays a term). */
+function isContraction(text: string, start: number, word: string): boolean {
+  return CONTRACTIONS.has(word) && start > 0 && (text[start - 1] === "'" || text[start - 1] === "\u2019");
+}
+
 /** Most queries need no more; longer texts are cut so a query stays cheap. */
 const MAX_TERMS = 64;
 
@@ -18,17 +39,21 @@ const MAX_TERMS = 64;
  * when others exist). The count matters for long natural-language queries, which name what they
  * are about more than once ("titles ... titles ... titles"): BM25 weighs each term by it.
  */
-export function queryTermCounts(text: string): Map<string, number> {
+export function queryTermCounts(query: string): Map<string, number> {
+  // "e.g." and "i.e." are no terms, but "vitamin E" is: drop the abbreviations, not the letters.
+  const text = query.replace(/\b(?:e\.g|i\.e)\./gi, (m) => " ".repeat(m.length));
   const terms = new Map<string, number>();
+  const request = new Map<string, number>();
   const stop = new Map<string, number>();
   for (const token of tokenize(text)) {
     const word = text.slice(token.start, token.end).toLowerCase();
     if (!/[\p{L}\p{N}]/u.test(word)) continue;
-    const into = STOPWORDS.has(word) ? stop : terms;
+    const into =
+      STOPWORDS.has(word) || isContraction(text, token.start, word) ? stop : REQUEST_WORDS.has(word) ? request : terms;
     if (!into.has(word) && terms.size >= MAX_TERMS) continue;
     into.set(word, (into.get(word) ?? 0) + 1);
   }
-  return terms.size ? terms : stop;
+  return terms.size ? terms : request.size ? request : stop;
 }
 
 /** The distinct search terms of a text, lowercased, function words left out when others exist. */
