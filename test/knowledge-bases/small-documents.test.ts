@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { bearer, call, seedOrg } from "../helpers";
 import { b64, createKb, fileData, indexText, post, query, send, type Body } from "./kb-fixtures";
 import type { KnowledgeBaseIndex } from "../../src/features/knowledge-bases/index/knowledge-base-index";
+import { readOriginal } from "../../src/features/knowledge-bases/originals";
 
 const kbStub = (kb: string) =>
   env.KB_INDEX.get(env.KB_INDEX.idFromName(kb)) as unknown as DurableObjectStub<KnowledgeBaseIndex>;
@@ -37,7 +38,9 @@ describe("knowledge bases: many small documents", () => {
         docs.find((d) => d._id === id),
         `file ${i}`,
       ).toMatchObject({ name: `animal-${i}.txt`, status: "ready", chunkCount: 1, customMetadata: { n: i } });
-    expect(await (await env.FILES.get(`knowledge-bases/${kb}/${ids[1]}/original`))?.text()).toBe(texts[1]);
+    // Small originals are kept beside their chunks (no R2 object each), readable as uploaded.
+    const original = await readOriginal(env, kb, { id: ids[1], r2Key: null });
+    expect(new TextDecoder().decode(original ?? new Uint8Array())).toBe(texts[1]);
     const q = await query(key, kb, {
       queries: ["walruses ice"],
       config: { retrieval_config: { search_mode: "keyword" } },
