@@ -1,4 +1,4 @@
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { bearer, call, seedOrg } from "../helpers";
 import { b64, createKb, fileData, indexText, post, query, send, type Body } from "./kb-fixtures";
@@ -193,6 +193,44 @@ describe("knowledge bases: many small documents", () => {
     });
     expect(after.items[0].document_id).toBe(docId);
     expect((after.body.result as Body).indexing).toBeUndefined();
+  });
+});
+
+describe("knowledge bases: small documents after a restart", () => {
+  it("writes a batch's rows to D1 again after a restart without doubling the row or its audit entry", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const id = await indexText(key, kb, "fjord.txt", "Fjords are drowned glacial valleys.");
+    const countAudits = async () =>
+      (
+        await env.DB.prepare(
+          "SELECT count(*) AS n FROM audit_log WHERE org_id = ? AND action = 'knowledge_base.index' AND details LIKE ?",
+        )
+          .bind(org.orgId, `%${id}%`)
+          .first<{ n: number }>()
+      )?.n;
+    expect(await countAudits()).toBe(1);
+    // The object restarts after D1 has the batch but before its `finished` rows were dropped: they are still there.
+    await evictDurableObject(kbStub(kb));
+    const left = await runInDurableObject(
+      kbStub(kb),
+      (_instance, state) =>
+        state.storage.sql
+          .exec<{ n: number }>("SELECT count(*) AS n FROM finished f JOIN pending_audits a USING (document_id)")
+          .one().n,
+    );
+    expect(left).toBe(1);
+    await runDurableObjectAlarm(kbStub(kb));
+    expect(await countAudits()).toBe(1);
+    const docs = await documents(key, kb);
+    expect(docs).toHaveLength(1);
+    expect(docs[0]).toMatchObject({ _id: id, status: "ready", chunkCount: 1 });
+    const after = await runInDurableObject(
+      kbStub(kb),
+      (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM finished").one().n,
+    );
+    expect(after).toBe(0);
   });
 });
 

@@ -210,7 +210,7 @@ export async function indexFiles(
               names: fresh.slice(0, 20).map((f) => f.row.name),
               source: "file",
             },
-    }),
+    }).onConflictDoNothing(), // the index object may write it again after a restart
   );
   const small: DocumentJob[] = [];
   const large: { row: KbDocumentRow; chunks: ChunkInput[] }[] = [];

@@ -33,6 +33,15 @@ export interface WriterHost {
   storeOriginal(documentId: string, bytes: Uint8Array): void;
 }
 
+/** A document whose row goes to D1, with how it ended (also as stored in `finished`). */
+interface Reported {
+  documentId: string;
+  row: KbDocumentRow;
+  outcome: IngestResult;
+  outcomeJson: string;
+  audit?: StatementSpec;
+}
+
 /** A document of a request, the request's audit entry riding with its first document. */
 interface BatchEntry {
   job: DocumentJob;
@@ -53,6 +62,9 @@ export class SmallDocumentWriter {
     (entry) => entry.job.chunks.length,
     STEP_CHUNKS,
   );
+
+  /** Documents D1 has, by id, with their outcome as stored: their `finished` rows wait for tidy(). */
+  private readonly reported = new Map<string, string>();
 
   constructor(private readonly host: WriterHost) {}
 
@@ -103,6 +115,7 @@ export class SmallDocumentWriter {
       const chunks = accepted.flatMap((job) => job.chunks);
       const backend = accepted.length > 0 ? vectorIndexFor(this.host.env, accepted[0].kbId) : null;
       this.host.storage.transactionSync(() => {
+        this.dropReported();
         this.host.upsertItems(
           chunks.map((c, i) => ({
             id: c.id,
@@ -119,6 +132,7 @@ export class SmallDocumentWriter {
         });
         this.record(entries, results as IngestResult[]);
       });
+      this.reported.clear();
       if (backend)
         await backend.upsert(
           chunks.map((c, i) => ({ id: c.id, values: Array.from(vectors[i]), metadata: c.metadata })),
@@ -131,7 +145,15 @@ export class SmallDocumentWriter {
       });
       this.host.storage.transactionSync(() => this.record(entries, results as IngestResult[]));
     }
-    await this.reportFinished();
+    await this.report(
+      entries.map(({ job, audit }, i) => ({
+        documentId: job.documentId,
+        row: job.row,
+        outcome: results[i] as IngestResult,
+        outcomeJson: JSON.stringify(results[i]),
+        audit,
+      })),
+    );
     return results as IngestResult[];
   }
 
@@ -169,8 +191,49 @@ export class SmallDocumentWriter {
     });
   }
 
-  /** Writes finished documents' rows and their requests' audit entries to D1 in one batch; what fails stays for the alarm. */
+  /**
+   * Writes documents' rows (with how they ended) and their requests' audit entries to D1, in
+   * batches of REPORT_ROWS. Their `finished` rows are dropped by the next batch's transaction or
+   * the alarm rather than by a write of their own, which would hold the answer until it is
+   * committed; a restart before that only makes the alarm write them again (an upsert, and audit
+   * entries that ignore their own repeat). On failure they stay for the alarm.
+   */
+  private async report(items: Reported[]): Promise<boolean> {
+    for (let i = 0; i < items.length; i += REPORT_ROWS) {
+      const slice = items.slice(i, i + REPORT_ROWS);
+      try {
+        await recordDocuments(
+          this.host.env,
+          slice.map((r) => ({ row: r.row, outcome: r.outcome as IndexingOutcome })),
+          slice.flatMap((r) => (r.audit ? [r.audit] : [])),
+        );
+      } catch (error) {
+        console.error("recording indexed documents in D1 failed; the alarm retries", error);
+        await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
+        return false;
+      }
+      for (const r of slice) this.reported.set(r.documentId, r.outcomeJson);
+    }
+    return true;
+  }
+
+  /** Inside a transaction: drops the `finished` rows (and audit entries) D1 has; the caller forgets them once committed. */
+  private dropReported(): void {
+    for (const [documentId, outcome] of this.reported) {
+      this.host.sql.exec("DELETE FROM finished WHERE document_id = ? AND outcome = ?", documentId, outcome);
+      this.host.sql.exec("DELETE FROM pending_audits WHERE document_id = ?", documentId);
+    }
+  }
+
+  private tidy(): void {
+    if (this.reported.size === 0) return;
+    this.host.storage.transactionSync(() => this.dropReported());
+    this.reported.clear();
+  }
+
+  /** The alarm's: writes to D1 what earlier writes could not (or a restart left), then drops what D1 has. */
   async reportFinished(): Promise<void> {
+    this.tidy();
     const rows = this.host.sql
       .exec<{ document_id: string; outcome: string; row: string; audit: string | null }>(
         "SELECT f.document_id, f.outcome, f.row, a.audit FROM finished f LEFT JOIN pending_audits a USING (document_id) WHERE f.outcome IS NOT NULL LIMIT ?",
@@ -178,26 +241,13 @@ export class SmallDocumentWriter {
       )
       .toArray();
     if (rows.length === 0) return;
-    try {
-      const audits = rows.flatMap((r) => (r.audit ? [JSON.parse(r.audit) as StatementSpec] : []));
-      await recordDocuments(
-        this.host.env,
-        rows.map((r) => ({
-          row: JSON.parse(r.row) as KbDocumentRow,
-          outcome: JSON.parse(r.outcome) as IndexingOutcome,
-        })),
-        audits,
-      );
-    } catch (error) {
-      console.error("recording indexed documents in D1 failed; the alarm retries", error);
-      await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
-      return;
-    }
-    this.host.storage.transactionSync(() => {
-      for (const r of rows) {
-        this.host.sql.exec("DELETE FROM finished WHERE document_id = ? AND outcome = ?", r.document_id, r.outcome);
-        this.host.sql.exec("DELETE FROM pending_audits WHERE document_id = ?", r.document_id);
-      }
-    });
+    const items = rows.map((r) => ({
+      documentId: r.document_id,
+      row: JSON.parse(r.row) as KbDocumentRow,
+      outcome: JSON.parse(r.outcome) as IngestResult,
+      outcomeJson: r.outcome,
+      audit: r.audit ? (JSON.parse(r.audit) as StatementSpec) : undefined,
+    }));
+    if (await this.report(items)) this.tidy();
   }
 }
