@@ -196,6 +196,72 @@ describe("knowledge bases: many small documents", () => {
   });
 });
 
+describe("knowledge bases: small documents refused in their batch", () => {
+  it("refuses a document too large to be sent whole beside one it writes: its row failed with the reason, nothing of it stored, the audit entry written", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const row = (id: string, name: string) => ({
+      id,
+      kbId: kb,
+      orgId: org.orgId,
+      name,
+      path: null,
+      mimeType: "text/plain",
+      source: "file",
+      size: 10,
+      contentHash: `hash-${id}`,
+      r2Key: null,
+      customMetadata: "{}",
+      status: "indexing" as const,
+      error: null,
+      chunkCount: 0,
+      createdAt: "2026-01-01T00:00:00.000Z",
+      updatedAt: "2026-01-01T00:00:00.000Z",
+    });
+    const chunks = (id: string, n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        id: `${id}-${i}`,
+        documentId: id,
+        position: i,
+        text: `Lichen ${i} grows on bare rock.`,
+        metadata: { document_id: id },
+      }));
+    const big = "0123456789abcdef0123456a";
+    const fine = "0123456789abcdef0123456b";
+    const audit = {
+      sql: "insert into audit_log (id, org_id, actor_id, action, target_type, target_id, details, created_at) values (?, ?, ?, 'knowledge_base.index', 'knowledge_base', ?, '{}', '2026-01-01T00:00:00.000Z')",
+      params: ["0123456789abcdef0123456c", org.orgId, org.owner.userId, kb],
+    };
+    const job = (id: string, n: number) => ({
+      kbId: kb,
+      documentId: id,
+      embeddingModel: "loom/static-use-256",
+      chunks: chunks(id, n),
+      row: row(id, `${id}.txt`),
+      original: new TextEncoder().encode("original"),
+    });
+    const results = await kbStub(kb).ingestDocuments([job(big, 1001), job(fine, 1)], audit);
+    expect(results).toEqual([
+      { status: "failed", error: "indexing failed: a document sent whole holds at most 1000 chunks" },
+      { status: "ready", chunks: 1 },
+    ]);
+    const docs = await documents(key, kb);
+    expect(docs.find((d) => d._id === big)).toMatchObject({
+      status: "failed",
+      error: "indexing failed: a document sent whole holds at most 1000 chunks",
+    });
+    expect(docs.find((d) => d._id === fine)).toMatchObject({ status: "ready", chunkCount: 1 });
+    expect(await kbStub(kb).stats()).toMatchObject({ chunks: 1, pending: 0 });
+    expect(await readOriginal(env, kb, { id: big, r2Key: null })).toBeNull();
+    expect(await readOriginal(env, kb, { id: fine, r2Key: null })).not.toBeNull();
+    const audits = await env.DB.prepare("SELECT count(*) AS n FROM audit_log WHERE id = ?")
+      .bind("0123456789abcdef0123456c")
+      .first<{ n: number }>();
+    expect(audits?.n).toBe(1);
+  });
+});
+
 describe("knowledge bases: small documents after a restart", () => {
   it("writes a batch's rows to D1 again after a restart without doubling the row or its audit entry", async () => {
     const org = await seedOrg();
