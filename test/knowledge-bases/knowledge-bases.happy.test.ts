@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { call, seedOrg } from "../helpers";
 import { createKb, fileData, indexText, post, query, seedCorpus, send, CORPUS, type Body } from "./kb-fixtures";
 import { makeDocx, makePdf } from "./documents";
+import { readOriginal } from "../../src/features/knowledge-bases/originals";
 
 const kbStub = (kbId: string) => env.KB_INDEX.get(env.KB_INDEX.idFromName(kbId));
 
@@ -13,6 +14,14 @@ async function corpusKb() {
   const kb = await createKb(key);
   const ids = await seedCorpus(key, kb);
   return { key, kb, ids };
+}
+
+/** Originals its index object keeps beside their chunks (small files, issue 14). */
+async function originalsInIndex(kbId: string): Promise<number> {
+  return runInDurableObject(
+    kbStub(kbId),
+    (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM originals").one().n,
+  );
 }
 
 /** Vectors a knowledge base holds, wherever this test project keeps them (see vitest.config.ts). */
@@ -81,12 +90,16 @@ describe("knowledge bases: records", () => {
     const key = org.owner.apiKey;
     const kb = await createKb(key);
     await seedCorpus(key, kb);
+    // One original too large to be kept beside its chunks goes to R2; the four small ones stay in the index object.
+    await indexText(key, kb, "long.txt", "Long text about harbours and tides. ".repeat(600));
     const listed = await env.FILES.list({ prefix: `knowledge-bases/${kb}/` });
-    expect(listed.objects.length).toBe(4);
-    expect((await kbStub(kb).stats()).chunks).toBe(4);
-    expect(await storedVectors(kb)).toBe(4);
+    expect(listed.objects.length).toBe(1);
+    expect(await originalsInIndex(kb)).toBe(4);
+    expect((await kbStub(kb).stats()).chunks).toBeGreaterThan(4);
+    expect(await storedVectors(kb)).toBeGreaterThan(4);
     expect((await send(`/v1/knowledge-base/${kb}`, key, { method: "DELETE" })).status).toBe(200);
     expect((await env.FILES.list({ prefix: `knowledge-bases/${kb}/` })).objects.length).toBe(0);
+    expect(await originalsInIndex(kb)).toBe(0);
     expect((await kbStub(kb).stats()).chunks).toBe(0);
     expect(await storedVectors(kb)).toBe(0);
   });
@@ -138,14 +151,36 @@ describe("knowledge bases: documents", () => {
   it("stores the original bytes in R2 under a server-generated key", async () => {
     const org = await seedOrg();
     const kb = await createKb(org.owner.apiKey);
-    const id = await indexText(
-      org.owner.apiKey,
-      kb,
-      "../../etc/passwd",
-      "Path-like names never choose the storage key.",
-    );
+    // Past ORIGINAL_IN_INDEX_MAX_BYTES, so the original has an R2 object of its own.
+    const text = "Path-like names never choose the storage key. ".repeat(400);
+    const id = await indexText(org.owner.apiKey, kb, "../../etc/passwd", text);
     const stored = await env.FILES.get(`knowledge-bases/${kb}/${id}/original`);
-    expect(await stored?.text()).toBe("Path-like names never choose the storage key.");
+    expect(await stored?.text()).toBe(text);
+  });
+
+  it("keeps a small original beside its chunks, readable as uploaded, and removes it with its document", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const text = "Path-like names never choose the storage key.";
+    const id = await indexText(key, kb, "../../etc/passwd", text);
+    const other = await indexText(key, kb, "other.txt", "Another small file.");
+    const row = await env.DB.prepare("SELECT r2_key FROM kb_documents WHERE id = ?")
+      .bind(id)
+      .first<{ r2_key: string | null }>();
+    expect(row).toEqual({ r2_key: null });
+    expect((await env.FILES.list({ prefix: `knowledge-bases/${kb}/` })).objects).toHaveLength(0);
+    const original = await readOriginal(env, kb, { id, r2Key: null });
+    expect(new TextDecoder().decode(original ?? new Uint8Array())).toBe(text);
+    // Another tenant's knowledge base never answers for this document.
+    const stranger = await createKb((await seedOrg()).owner.apiKey);
+    expect(await readOriginal(env, stranger, { id, r2Key: null })).toBeNull();
+    expect(
+      (await send(`/v1/knowledge-base/${kb}/documents?document_ids=${id}`, key, { method: "DELETE" })).status,
+    ).toBe(200);
+    expect(await readOriginal(env, kb, { id, r2Key: null })).toBeNull();
+    expect(await originalsInIndex(kb)).toBe(1);
+    expect(await readOriginal(env, kb, { id: other, r2Key: null })).not.toBeNull();
   });
 
   it("continues a large document from the Durable Object's alarm, with its state visible", async () => {

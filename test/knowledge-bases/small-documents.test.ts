@@ -1,8 +1,9 @@
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { bearer, call, seedOrg } from "../helpers";
 import { b64, createKb, fileData, indexText, post, query, send, type Body } from "./kb-fixtures";
 import type { KnowledgeBaseIndex } from "../../src/features/knowledge-bases/index/knowledge-base-index";
+import { readOriginal } from "../../src/features/knowledge-bases/originals";
 
 const kbStub = (kb: string) =>
   env.KB_INDEX.get(env.KB_INDEX.idFromName(kb)) as unknown as DurableObjectStub<KnowledgeBaseIndex>;
@@ -37,7 +38,9 @@ describe("knowledge bases: many small documents", () => {
         docs.find((d) => d._id === id),
         `file ${i}`,
       ).toMatchObject({ name: `animal-${i}.txt`, status: "ready", chunkCount: 1, customMetadata: { n: i } });
-    expect(await (await env.FILES.get(`knowledge-bases/${kb}/${ids[1]}/original`))?.text()).toBe(texts[1]);
+    // Small originals are kept beside their chunks (no R2 object each), readable as uploaded.
+    const original = await readOriginal(env, kb, { id: ids[1], r2Key: null });
+    expect(new TextDecoder().decode(original ?? new Uint8Array())).toBe(texts[1]);
     const q = await query(key, kb, {
       queries: ["walruses ice"],
       config: { retrieval_config: { search_mode: "keyword" } },
@@ -190,6 +193,110 @@ describe("knowledge bases: many small documents", () => {
     });
     expect(after.items[0].document_id).toBe(docId);
     expect((after.body.result as Body).indexing).toBeUndefined();
+  });
+});
+
+describe("knowledge bases: small documents refused in their batch", () => {
+  it("refuses a document too large to be sent whole beside one it writes: its row failed with the reason, nothing of it stored, the audit entry written", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const row = (id: string, name: string) => ({
+      id,
+      kbId: kb,
+      orgId: org.orgId,
+      name,
+      path: null,
+      mimeType: "text/plain",
+      source: "file",
+      size: 10,
+      contentHash: `hash-${id}`,
+      r2Key: null,
+      customMetadata: "{}",
+      status: "indexing" as const,
+      error: null,
+      chunkCount: 0,
+      createdAt: "2026-01-01T00:00:00.000Z",
+      updatedAt: "2026-01-01T00:00:00.000Z",
+    });
+    const chunks = (id: string, n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        id: `${id}-${i}`,
+        documentId: id,
+        position: i,
+        text: `Lichen ${i} grows on bare rock.`,
+        metadata: { document_id: id },
+      }));
+    const big = "0123456789abcdef0123456a";
+    const fine = "0123456789abcdef0123456b";
+    const audit = {
+      sql: "insert into audit_log (id, org_id, actor_id, action, target_type, target_id, details, created_at) values (?, ?, ?, 'knowledge_base.index', 'knowledge_base', ?, '{}', '2026-01-01T00:00:00.000Z')",
+      params: ["0123456789abcdef0123456c", org.orgId, org.owner.userId, kb],
+    };
+    const job = (id: string, n: number) => ({
+      kbId: kb,
+      documentId: id,
+      embeddingModel: "loom/static-use-256",
+      chunks: chunks(id, n),
+      row: row(id, `${id}.txt`),
+      original: new TextEncoder().encode("original"),
+    });
+    const results = await kbStub(kb).ingestDocuments([job(big, 1001), job(fine, 1)], audit);
+    expect(results).toEqual([
+      { status: "failed", error: "indexing failed: a document sent whole holds at most 1000 chunks" },
+      { status: "ready", chunks: 1 },
+    ]);
+    const docs = await documents(key, kb);
+    expect(docs.find((d) => d._id === big)).toMatchObject({
+      status: "failed",
+      error: "indexing failed: a document sent whole holds at most 1000 chunks",
+    });
+    expect(docs.find((d) => d._id === fine)).toMatchObject({ status: "ready", chunkCount: 1 });
+    expect(await kbStub(kb).stats()).toMatchObject({ chunks: 1, pending: 0 });
+    expect(await readOriginal(env, kb, { id: big, r2Key: null })).toBeNull();
+    expect(await readOriginal(env, kb, { id: fine, r2Key: null })).not.toBeNull();
+    const audits = await env.DB.prepare("SELECT count(*) AS n FROM audit_log WHERE id = ?")
+      .bind("0123456789abcdef0123456c")
+      .first<{ n: number }>();
+    expect(audits?.n).toBe(1);
+  });
+});
+
+describe("knowledge bases: small documents after a restart", () => {
+  it("writes a batch's rows to D1 again after a restart without doubling the row or its audit entry", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const id = await indexText(key, kb, "fjord.txt", "Fjords are drowned glacial valleys.");
+    const countAudits = async () =>
+      (
+        await env.DB.prepare(
+          "SELECT count(*) AS n FROM audit_log WHERE org_id = ? AND action = 'knowledge_base.index' AND details LIKE ?",
+        )
+          .bind(org.orgId, `%${id}%`)
+          .first<{ n: number }>()
+      )?.n;
+    expect(await countAudits()).toBe(1);
+    // The object restarts after D1 has the batch but before its `finished` rows were dropped: they are still there.
+    await evictDurableObject(kbStub(kb));
+    const left = await runInDurableObject(
+      kbStub(kb),
+      (_instance, state) =>
+        state.storage.sql
+          .exec<{ n: number }>("SELECT count(*) AS n FROM finished f JOIN pending_audits a USING (document_id)")
+          .one().n,
+    );
+    expect(left).toBe(1);
+    await runDurableObjectAlarm(kbStub(kb));
+    expect(await countAudits()).toBe(1);
+    const docs = await documents(key, kb);
+    expect(docs).toHaveLength(1);
+    expect(docs[0]).toMatchObject({ _id: id, status: "ready", chunkCount: 1 });
+    const after = await runInDurableObject(
+      kbStub(kb),
+      (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM finished").one().n,
+    );
+    expect(after).toBe(0);
   });
 });
 

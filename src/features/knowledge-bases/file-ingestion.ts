@@ -27,6 +27,13 @@ import { MAX_FILES_PER_REQUEST, type IndexInput } from "./knowledge-bases.schema
 
 /** Content hashes looked up per D1 statement (D1 binds at most 100 parameters). */
 const HASHES_PER_LOOKUP = 90;
+/**
+ * A small document's original up to this size is kept by the index object beside its chunks (in
+ * the batch's transaction) instead of as an R2 object of its own: an R2 put per file was the
+ * largest cost of many small files (issue 14). Larger originals, and every document indexed in
+ * steps, still go to R2 under `knowledge-bases/<kb>/<document>/original`.
+ */
+export const ORIGINAL_IN_INDEX_MAX_BYTES = 16 * 1024;
 
 /** A file read and chunked, not stored yet. */
 export interface PreparedFile extends PreparedDocument {
@@ -145,10 +152,10 @@ async function knownHashes(env: Env, kbId: string, hashes: string[]): Promise<Ma
 
 /**
  * Stores and indexes the request's files; answers one id per file, in order (an identical
- * document's id when one is indexed already, in this request too). The rows go to D1 in one
- * batch while the originals go to R2 in parallel; documents small enough for one step go to the
- * index object in one call, where they are written together with other requests' documents and
- * their outcome recorded in D1 by the object. Larger ones continue in steps as before.
+ * document's id when one is indexed already, in this request too). Documents small enough for
+ * one step go to the index object in one call, with their originals when those are small too,
+ * where they are written together with other requests' documents and their rows recorded in D1
+ * by the object. Larger ones continue in steps as before; other originals go to R2 in parallel.
  */
 export async function indexFiles(
   env: Env,
@@ -203,24 +210,28 @@ export async function indexFiles(
               names: fresh.slice(0, 20).map((f) => f.row.name),
               source: "file",
             },
-    }),
+    }).onConflictDoNothing(), // the index object may write it again after a restart
   );
+  const small: DocumentJob[] = [];
+  const large: { row: KbDocumentRow; chunks: ChunkInput[] }[] = [];
+  const toR2: { file: PreparedFile; row: KbDocumentRow }[] = [];
+  for (const { file, row } of fresh) {
+    const chunks = chunkDocument(row.id, file, settings);
+    const job = { kbId: kb.id, documentId: row.id, embeddingModel: kb.embeddingModel, chunks };
+    const besideChunks = file.bytes !== undefined && file.bytes.length <= ORIGINAL_IN_INDEX_MAX_BYTES;
+    if (chunks.length > STEP_CHUNKS) large.push({ row, chunks });
+    else if (besideChunks) small.push({ ...job, row: { ...row, r2Key: null }, original: file.bytes });
+    else small.push({ ...job, row });
+    if (chunks.length > STEP_CHUNKS || !besideChunks) toR2.push({ file, row });
+  }
   const originals = Promise.all(
-    fresh.map(({ file, row }) =>
+    toR2.map(({ file, row }) =>
       env.FILES.put(row.r2Key ?? "", file.bytes ?? new Uint8Array(), {
         httpMetadata: { contentType: file.mimeType },
         customMetadata: { name: file.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: row.id },
       }),
     ),
   );
-
-  const small: DocumentJob[] = [];
-  const large: { row: KbDocumentRow; chunks: ChunkInput[] }[] = [];
-  for (const { file, row } of fresh) {
-    const chunks = chunkDocument(row.id, file, settings);
-    if (chunks.length > STEP_CHUNKS) large.push({ row, chunks });
-    else small.push({ kbId: kb.id, documentId: row.id, embeddingModel: kb.embeddingModel, chunks, row });
-  }
   // Small documents: the index object writes their rows (and the audit entry) once they are
   // searchable, in one D1 batch shared with other requests'. One call per CHUNKS_PER_CALL chunks
   // keeps each call well under the RPC message cap.

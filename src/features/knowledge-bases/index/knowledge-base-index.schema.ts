@@ -36,4 +36,8 @@ export const KNOWLEDGE_BASE_INDEX_SCHEMA: readonly SchemaMigration[] = [
       CREATE TABLE IF NOT EXISTS pending_audits (document_id TEXT PRIMARY KEY, audit TEXT NOT NULL);
     `);
   },
+  (sql) => {
+    // Small documents' originals, kept beside their chunks instead of one R2 object each (issue 14).
+    sql.exec("CREATE TABLE IF NOT EXISTS originals (document_id TEXT PRIMARY KEY, bytes BLOB NOT NULL)");
+  },
 ];

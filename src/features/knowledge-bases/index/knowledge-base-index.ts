@@ -43,6 +43,8 @@ export interface IngestJob {
 /** A small document sent whole: its chunks and the D1 row the object writes once they are searchable. */
 export interface DocumentJob extends IngestJob {
   row: KbDocumentRow;
+  /** The original file when it is small enough to be kept beside the chunks rather than in R2 (its row's r2Key is then null). */
+  original?: Uint8Array;
 }
 
 /** Sent back instead of throwing, since a thrown error loses its code across RPC. */
@@ -79,7 +81,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       storage: ctx.storage,
       env,
       upsertItems: (items) => this.upsertItems(items),
-      queueChunks: (job, reset) => this.queueChunks(job, reset),
+      storeOriginal: (documentId, bytes) =>
+        this.sql.exec("INSERT OR REPLACE INTO originals (document_id, bytes) VALUES (?, ?)", documentId, bytes),
     });
     this.web = new WebSources(this.sql, env, {
       ingest: (job, options) => this.ingest(job, options),
@@ -178,9 +181,18 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
         removed.push(...rows.map((r) => r.id));
         this.sql.exec("DELETE FROM pending WHERE document_id = ?", documentId);
         this.sql.exec("DELETE FROM finished WHERE document_id = ?", documentId);
+        this.sql.exec("DELETE FROM originals WHERE document_id = ?", documentId);
       }
     });
     return { chunks: removed };
+  }
+
+  /** A small document's original file, kept here instead of in R2 (null for any other document). */
+  async original(documentId: string): Promise<Uint8Array | null> {
+    const row = this.sql
+      .exec<{ bytes: ArrayBuffer }>("SELECT bytes FROM originals WHERE document_id = ?", documentId)
+      .toArray()[0];
+    return row ? new Uint8Array(row.bytes) : null;
   }
 
   /** Drops everything this knowledge base holds. */

@@ -6,10 +6,10 @@ import { vectorIndexFor } from "../vector-backend";
 import { recordDocuments, type IndexingOutcome, type StatementSpec } from "../documents.repository";
 import type { VectorMetadata } from "./vector-index";
 import { IngestBatcher } from "./ingest-batcher";
-import type { DocumentJob, IngestJob, IngestResult } from "./knowledge-base-index";
+import type { DocumentJob, IngestResult } from "./knowledge-base-index";
 import { STEP_CHUNKS } from "./index-limits";
 
-/** When an accepted small document's batch did not commit (the object restarted), the alarm finishes it this much later. */
+/** When a batch's D1 write fails (or the object restarts before it), the alarm writes its rows this much later. */
 const RESUME_AFTER_MS = 30_000;
 /** Outcomes reported to D1 per write; more wait for the next write or the alarm. */
 const REPORT_ROWS = 500;
@@ -29,39 +29,73 @@ export interface WriterHost {
   storage: DurableObjectStorage;
   env: Env;
   upsertItems(items: ItemInput[]): number[];
-  queueChunks(job: IngestJob, reset: boolean): void;
+  /** Inside a transaction: keeps a small document's original beside its chunks. */
+  storeOriginal(documentId: string, bytes: Uint8Array): void;
+}
+
+/** A document whose row goes to D1, with how it ended (also as stored in `finished`). */
+interface Reported {
+  documentId: string;
+  row: KbDocumentRow;
+  outcome: IngestResult;
+  outcomeJson: string;
+  audit?: StatementSpec;
+}
+
+/** A document of a request, the request's audit entry riding with its first document. */
+interface BatchEntry {
+  job: DocumentJob;
+  audit?: StatementSpec;
 }
 
 /**
  * The index object's path for small documents (issue 14): concurrent requests' documents are
  * written together, and their D1 rows recorded by the object once they are searchable. Tables:
- * `pending` (the object's queue), `finished` (a document's D1 row, with its outcome once known)
- * and `pending_audits` (the request's audit entry, beside its first document).
+ * `finished` (a document's D1 row with its outcome, until D1 has it), `pending_audits` (the
+ * request's audit entry, beside its first document) and `originals` (small originals, kept here
+ * rather than as one R2 object each: see file-ingestion.ts).
  */
 export class SmallDocumentWriter {
   /** Concurrent requests' small documents, written one batch (one transaction) at a time. */
-  private readonly batcher = new IngestBatcher<DocumentJob, IngestResult>(
-    (jobs) => this.writeDocuments(jobs),
-    (job) => job.chunks.length,
+  private readonly batcher = new IngestBatcher<BatchEntry, IngestResult>(
+    (entries) => this.writeDocuments(entries),
+    (entry) => entry.job.chunks.length,
     STEP_CHUNKS,
   );
+
+  /** Documents D1 has, by id, with their outcome as stored: their `finished` rows wait for tidy(). */
+  private readonly reported = new Map<string, string>();
 
   constructor(private readonly host: WriterHost) {}
 
   /**
    * Indexes whole documents of at most STEP_CHUNKS chunks each and writes their D1 rows (with how
-   * they ended) and the request's audit entry. Their chunks are queued in SQLite first (a restart
-   * before their batch commits leaves them to the alarm), then written with every other request's
-   * documents waiting at that moment: one embedding call, one transaction and one D1 batch for all.
-   * The D1 rows wait in `finished`, committed with the chunks, until D1 has them, so a document
-   * is never searchable without its row for longer than the alarm's retry.
+   * they ended) and the request's audit entry, together with every other request's documents
+   * waiting at that moment: one embedding call, one transaction and one D1 batch for all. Nothing
+   * is stored before the batch's transaction, so an object that restarts first fails the request
+   * (the caller retries; nothing was kept). The D1 rows wait in `finished`, committed with the
+   * chunks, until D1 has them, so a document is never searchable without its row for longer than
+   * the alarm's retry.
    */
   async ingest(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
+    if (jobs.length === 0) return [];
+    // The alarm is the retry for a D1 write that fails after the chunks commit; set before the batch
+    // so it is in place whatever happens after.
+    if ((await this.host.storage.getAlarm()) === null) await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
+    return this.batcher.submit(jobs.map((job, i) => ({ job, audit: i === 0 ? audit : undefined })));
+  }
+
+  /**
+   * One batch, in arrival order: refuses what would pass the chunk limit (counted at this moment,
+   * batches being written one at a time), embeds the rest, commits their chunks, originals and D1
+   * rows in one transaction, then writes those rows to D1.
+   */
+  private async writeDocuments(entries: BatchEntry[]): Promise<IngestResult[]> {
     const limit = maxChunksPerKnowledgeBase(this.host.env);
     let held = this.host.sql
       .exec<{ n: number }>("SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM pending) AS n")
       .one().n;
-    const outcomes: (IngestResult | undefined)[] = jobs.map((job) => {
+    const results: (IngestResult | undefined)[] = entries.map(({ job }) => {
       if (job.chunks.length > STEP_CHUNKS)
         return {
           status: "failed",
@@ -75,56 +109,13 @@ export class SmallDocumentWriter {
       held += job.chunks.length;
       return undefined;
     });
-    const accepted = jobs.filter((_, i) => outcomes[i] === undefined);
-    this.host.storage.transactionSync(() => {
-      for (const job of accepted) {
-        this.host.queueChunks(job, true);
-        // Its row waits beside its chunks (outcome still null), so the alarm can finish both after a restart.
-        this.host.sql.exec(
-          "INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, NULL, ?)",
-          job.documentId,
-          JSON.stringify(job.row),
-        );
-      }
-      jobs.forEach((job, i) => {
-        const refused = outcomes[i];
-        if (refused) this.finish(job, refused);
-      });
-      // The audit entry travels with the request's first document (written, or refused).
-      if (audit && jobs[0])
-        this.host.sql.exec(
-          "INSERT OR REPLACE INTO pending_audits (document_id, audit) VALUES (?, ?)",
-          jobs[0].documentId,
-          JSON.stringify(audit),
-        );
-    });
-    if (accepted.length > 0 && (await this.host.storage.getAlarm()) === null)
-      await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
-    const written = accepted.length > 0 ? await this.batcher.submit(accepted) : [];
-    if (accepted.length < jobs.length) await this.reportFinished();
-    let at = 0;
-    return outcomes.map((o) => o ?? written[at++]);
-  }
-
-  /** One batch: embeds every chunk, commits them with their D1 rows in one transaction, then writes those rows to D1. */
-  private async writeDocuments(jobs: DocumentJob[]): Promise<IngestResult[]> {
-    let results: IngestResult[];
+    const accepted = entries.filter((_, i) => results[i] === undefined).map((e) => e.job);
     try {
-      const chunks = jobs.flatMap((job) => job.chunks);
-      const vectors: ArrayLike<number>[] = [];
-      // A knowledge base has one embedding model; grouping only guards against a mixed batch.
-      for (const model of new Set(jobs.map((j) => j.embeddingModel))) {
-        const own = jobs.filter((j) => j.embeddingModel === model).flatMap((j) => j.chunks);
-        const embedded = await (await resolveEmbedder(this.host.env, model)).embed(own.map((c) => c.text));
-        const at = new Map(own.map((c, i) => [c, i]));
-        chunks.forEach((c, i) => {
-          const k = at.get(c);
-          if (k !== undefined) vectors[i] = embedded[k];
-        });
-      }
-      const backend = vectorIndexFor(this.host.env, jobs[0].kbId);
-      results = jobs.map((job) => ({ status: "ready", chunks: job.chunks.length }));
+      const vectors = accepted.length > 0 ? await this.embed(accepted) : [];
+      const chunks = accepted.flatMap((job) => job.chunks);
+      const backend = accepted.length > 0 ? vectorIndexFor(this.host.env, accepted[0].kbId) : null;
       this.host.storage.transactionSync(() => {
+        this.dropReported();
         this.host.upsertItems(
           chunks.map((c, i) => ({
             id: c.id,
@@ -135,34 +126,114 @@ export class SmallDocumentWriter {
             values: backend ? undefined : vectors[i],
           })),
         );
-        jobs.forEach((job, i) => this.finish(job, results[i]));
+        entries.forEach(({ job }, i) => {
+          results[i] ??= { status: "ready", chunks: job.chunks.length };
+          if (job.original && results[i].status === "ready") this.host.storeOriginal(job.documentId, job.original);
+        });
+        this.record(entries, results as IngestResult[]);
       });
+      this.reported.clear();
       if (backend)
         await backend.upsert(
           chunks.map((c, i) => ({ id: c.id, values: Array.from(vectors[i]), metadata: c.metadata })),
         );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      results = jobs.map(() => ({ status: "failed", error: `indexing failed: ${message}` }));
-      this.host.storage.transactionSync(() => jobs.forEach((job, i) => this.finish(job, results[i])));
+      const failed: IngestResult = { status: "failed", error: `indexing failed: ${message}` };
+      entries.forEach((_, i) => {
+        if (results[i]?.status !== "failed") results[i] = failed;
+      });
+      this.host.storage.transactionSync(() => this.record(entries, results as IngestResult[]));
     }
-    await this.reportFinished();
-    return results;
-  }
-
-  /** Inside a transaction: the document leaves the queue and its D1 row, with how it ended, waits to be written. */
-  private finish(job: DocumentJob, outcome: IngestResult): void {
-    this.host.sql.exec("DELETE FROM pending WHERE document_id = ?", job.documentId);
-    this.host.sql.exec(
-      "INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, ?, ?)",
-      job.documentId,
-      JSON.stringify(outcome),
-      JSON.stringify(job.row),
+    await this.report(
+      entries.map(({ job, audit }, i) => ({
+        documentId: job.documentId,
+        row: job.row,
+        outcome: results[i] as IngestResult,
+        outcomeJson: JSON.stringify(results[i]),
+        audit,
+      })),
     );
+    return results as IngestResult[];
   }
 
-  /** Writes finished documents' rows and their requests' audit entries to D1 in one batch; what fails stays for the alarm. */
+  /** Every chunk's vector, in the jobs' order (a knowledge base has one model; grouping guards against a mixed batch). */
+  private async embed(jobs: DocumentJob[]): Promise<ArrayLike<number>[]> {
+    const chunks = jobs.flatMap((job) => job.chunks);
+    const vectors: ArrayLike<number>[] = [];
+    for (const model of new Set(jobs.map((j) => j.embeddingModel))) {
+      const own = jobs.filter((j) => j.embeddingModel === model).flatMap((j) => j.chunks);
+      const embedded = await (await resolveEmbedder(this.host.env, model)).embed(own.map((c) => c.text));
+      const at = new Map(own.map((c, i) => [c, i]));
+      chunks.forEach((c, i) => {
+        const k = at.get(c);
+        if (k !== undefined) vectors[i] = embedded[k];
+      });
+    }
+    return vectors;
+  }
+
+  /** Inside the batch's transaction: each document's D1 row with how it ended, and its request's audit entry, wait for D1. */
+  private record(entries: BatchEntry[], results: IngestResult[]): void {
+    entries.forEach(({ job, audit }, i) => {
+      this.host.sql.exec(
+        "INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, ?, ?)",
+        job.documentId,
+        JSON.stringify(results[i]),
+        JSON.stringify(job.row),
+      );
+      if (audit)
+        this.host.sql.exec(
+          "INSERT OR REPLACE INTO pending_audits (document_id, audit) VALUES (?, ?)",
+          job.documentId,
+          JSON.stringify(audit),
+        );
+    });
+  }
+
+  /**
+   * Writes documents' rows (with how they ended) and their requests' audit entries to D1, in
+   * batches of REPORT_ROWS. Their `finished` rows are dropped by the next batch's transaction or
+   * the alarm rather than by a write of their own, which would hold the answer until it is
+   * committed; a restart before that only makes the alarm write them again (an upsert, and audit
+   * entries that ignore their own repeat). On failure they stay for the alarm.
+   */
+  private async report(items: Reported[]): Promise<boolean> {
+    for (let i = 0; i < items.length; i += REPORT_ROWS) {
+      const slice = items.slice(i, i + REPORT_ROWS);
+      try {
+        await recordDocuments(
+          this.host.env,
+          slice.map((r) => ({ row: r.row, outcome: r.outcome as IndexingOutcome })),
+          slice.flatMap((r) => (r.audit ? [r.audit] : [])),
+        );
+      } catch (error) {
+        console.error("recording indexed documents in D1 failed; the alarm retries", error);
+        await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
+        return false;
+      }
+      for (const r of slice) this.reported.set(r.documentId, r.outcomeJson);
+    }
+    return true;
+  }
+
+  /** Inside a transaction: drops the `finished` rows (and audit entries) D1 has; the caller forgets them once committed. */
+  private dropReported(): void {
+    for (const [documentId, outcome] of this.reported) {
+      this.host.sql.exec("DELETE FROM finished WHERE document_id = ? AND outcome = ?", documentId, outcome);
+      this.host.sql.exec("DELETE FROM pending_audits WHERE document_id = ?", documentId);
+    }
+  }
+
+  private tidy(): void {
+    if (this.reported.size === 0) return;
+    this.host.storage.transactionSync(() => this.dropReported());
+    this.reported.clear();
+  }
+
+  /** The alarm's: writes to D1 what earlier writes could not (or a restart left), then drops what D1 has. */
   async reportFinished(): Promise<void> {
+    this.tidy();
     const rows = this.host.sql
       .exec<{ document_id: string; outcome: string; row: string; audit: string | null }>(
         "SELECT f.document_id, f.outcome, f.row, a.audit FROM finished f LEFT JOIN pending_audits a USING (document_id) WHERE f.outcome IS NOT NULL LIMIT ?",
@@ -170,26 +241,13 @@ export class SmallDocumentWriter {
       )
       .toArray();
     if (rows.length === 0) return;
-    try {
-      const audits = rows.flatMap((r) => (r.audit ? [JSON.parse(r.audit) as StatementSpec] : []));
-      await recordDocuments(
-        this.host.env,
-        rows.map((r) => ({
-          row: JSON.parse(r.row) as KbDocumentRow,
-          outcome: JSON.parse(r.outcome) as IndexingOutcome,
-        })),
-        audits,
-      );
-    } catch (error) {
-      console.error("recording indexed documents in D1 failed; the alarm retries", error);
-      await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
-      return;
-    }
-    this.host.storage.transactionSync(() => {
-      for (const r of rows) {
-        this.host.sql.exec("DELETE FROM finished WHERE document_id = ? AND outcome = ?", r.document_id, r.outcome);
-        this.host.sql.exec("DELETE FROM pending_audits WHERE document_id = ?", r.document_id);
-      }
-    });
+    const items = rows.map((r) => ({
+      documentId: r.document_id,
+      row: JSON.parse(r.row) as KbDocumentRow,
+      outcome: JSON.parse(r.outcome) as IngestResult,
+      outcomeJson: r.outcome,
+      audit: r.audit ? (JSON.parse(r.audit) as StatementSpec) : undefined,
+    }));
+    if (await this.report(items)) this.tidy();
   }
 }
