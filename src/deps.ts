@@ -1,5 +1,6 @@
 import type { Env } from "./env";
 import type { ProviderDeps } from "./providers/registry";
+import type { FetchFunction } from "./lib/egress";
 import { productionChatbotServices, type ChatbotServicesFactory } from "./features/chatbots/chatbot-services";
 import { productionNodeServices, type NodeServices } from "./features/pipelines/pipeline-services";
 
@@ -14,6 +15,11 @@ export interface Deps {
    * Workers AI binding. Production leaves them unset (the global fetch behind the SSRF guard).
    */
   providers: ProviderDeps;
+  /**
+   * The network outside sources (encyclopedia, video, preprint) and indexed web pages are read
+   * through, always behind the SSRF guard (`guardedFetch`). Production leaves it unset: the global fetch.
+   */
+  fetch?: FetchFunction;
   /** What pipeline nodes and agent tools call: models, knowledge bases, transformations, sub-pipelines. */
   nodeServices: (env: Env) => NodeServices;
   /** What chatbots answer with: models, knowledge bases, pipelines, transcription, the workspace's web API. */
@@ -28,6 +34,7 @@ export function withOverrides(overrides: Partial<Deps> = {}): Deps {
   const providers = overrides.providers ?? Object.freeze({});
   return {
     providers,
+    ...(overrides.fetch ? { fetch: overrides.fetch } : {}),
     nodeServices: overrides.nodeServices ?? ((env) => productionNodeServices(env, providers)),
     chatbotServices: overrides.chatbotServices ?? ((env) => productionChatbotServices(env, providers)),
   };

@@ -55,7 +55,7 @@ export async function indexIntoKnowledgeBase(
   auth: AuthContext,
   kbId: string,
   input: IndexInput,
-  deps: IngestionDeps = {},
+  deps: IngestionDeps,
 ): Promise<string[]> {
   const kb = await writableKnowledgeBase(env, auth, kbId);
   const config = input.config;

@@ -151,7 +151,12 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
       },
     },
     async (c, { params, body }) =>
-      c.json({ status: "success", document_ids: await indexIntoKnowledgeBase(c.env, c.get("auth"), params.id, body) }),
+      c.json({
+        status: "success",
+        document_ids: await indexIntoKnowledgeBase(c.env, c.get("auth"), params.id, body, {
+          fetch: c.get("deps").fetch,
+        }),
+      }),
   );
 
   defineRoute(
@@ -167,6 +172,9 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
       responses: { 404: "No such knowledge base", 502: "A model provider failed" },
     },
     async (c, { params, body }) =>
-      c.json({ status: "success", result: await queryWithModelOptions(c.env, c.get("auth"), params.id, body) }),
+      c.json({
+        status: "success",
+        result: await queryWithModelOptions(c.env, c.get("auth"), params.id, body, c.get("deps").providers),
+      }),
   );
 }

@@ -123,7 +123,7 @@ export async function queryWithModelOptions(
   auth: AuthContext,
   kbId: string,
   input: QueryInput,
-  deps: ProviderDeps = {},
+  deps: ProviderDeps,
 ): Promise<KnowledgeBaseQueryResult> {
   const kb = await visibleKnowledgeBase(env, auth, kbId);
   const config = input.config ?? {};
