@@ -4,8 +4,8 @@ import { database } from "../../db/client";
 import { chatbots } from "../../db/schema/chatbots";
 import { users } from "../../db/schema/identity";
 import { AppError, notFound, rateLimited } from "../../lib/errors";
-import { hmacSha256Hex, sha256Hex, timingSafeEqual } from "../../lib/crypto";
-import { requireSecret } from "../../lib/config";
+import { sha256Hex } from "../../lib/crypto";
+import { signToken, verifyToken } from "../../lib/signed-token";
 import { newId } from "../../lib/ids";
 import {
   canRun,
@@ -64,52 +64,48 @@ async function accessStamp(row: ChatbotRow): Promise<string> {
   return (await sha256Hex(`${access.mode ?? "public"}|${access.password_hash ?? ""}`)).slice(0, 16);
 }
 
-function signingKey(env: Env): string {
-  return `visitor-session|${requireSecret(env, "JWT_SECRET")}`;
-}
-
 export async function issueVisitorSession(
   env: Env,
   row: ChatbotRow,
   userId: string | null,
 ): Promise<{ token: string; session: VisitorSession }> {
+  const now = Math.floor(Date.now() / 1000);
   const session: VisitorSession = {
     chatbotId: row.id,
     visitorId: newId(),
     userId,
-    expiresAt: Math.floor(Date.now() / 1000) + VISITOR_SESSION_TTL_SECONDS,
+    expiresAt: now + VISITOR_SESSION_TTL_SECONDS,
   };
-  const payload = [
-    "vs1",
-    session.chatbotId,
-    session.visitorId,
-    userId ?? "-",
-    await accessStamp(row),
-    String(session.expiresAt),
-  ].join(".");
-  return { token: `${payload}.${await hmacSha256Hex(signingKey(env), payload)}`, session };
+  // `sub` is the signed-in member, as in an access token; the visitor audience keeps the two apart.
+  const claims = {
+    cb: session.chatbotId,
+    vid: session.visitorId,
+    sub: userId ?? undefined,
+    st: await accessStamp(row),
+  };
+  return { token: await signToken(env, "visitor", claims, VISITOR_SESSION_TTL_SECONDS, now), session };
 }
 
 const sessionRequired = (): AppError =>
   new AppError("unauthorized", "a valid visitor session is required: POST /chatbots/deployed/{chatbot_id}/session");
 
-/** Verifies a visitor session token for this chatbot: signature, expiry, and the current access settings. */
+/** Verifies a visitor session token for this chatbot: signature, audience, expiry, and the current access settings. */
 export async function verifyVisitorSession(env: Env, row: ChatbotRow, token: string): Promise<VisitorSession> {
-  const parts = token.split(".");
-  if (parts.length !== 7 || parts[0] !== "vs1") throw sessionRequired();
-  const payload = parts.slice(0, 6).join(".");
-  const expected = await hmacSha256Hex(signingKey(env), payload);
-  if (!timingSafeEqual(expected, parts[6])) throw sessionRequired();
-  const [, chatbotId, visitorId, userId, stamp, expires] = parts;
-  const expiresAt = Number(expires);
+  const claims = await verifyToken(env, "visitor", token);
   if (
-    chatbotId !== row.id ||
-    !Number.isFinite(expiresAt) ||
-    expiresAt < Date.now() / 1000 ||
-    stamp !== (await accessStamp(row))
+    !claims ||
+    claims.cb !== row.id ||
+    typeof claims.vid !== "string" ||
+    (claims.sub !== undefined && typeof claims.sub !== "string") ||
+    claims.st !== (await accessStamp(row))
   )
     throw sessionRequired();
-  const session: VisitorSession = { chatbotId, visitorId, userId: userId === "-" ? null : userId, expiresAt };
+  const session: VisitorSession = {
+    chatbotId: row.id,
+    visitorId: claims.vid,
+    userId: typeof claims.sub === "string" ? claims.sub : null,
+    expiresAt: Number(claims.exp),
+  };
   if (accessOf(row).mode === "members") {
     if (!session.userId) throw sessionRequired();
     // Checked on every request, not only when the session was issued: a member deleted, suspended,
