@@ -24,6 +24,7 @@ import {
   type PreparedDocument,
 } from "./ingestion.service";
 import { MAX_FILES_PER_REQUEST, type IndexInput } from "./knowledge-bases.schemas";
+import { putFile } from "../../db/files";
 
 /** Content hashes looked up per D1 statement (D1 binds at most 100 parameters). */
 const HASHES_PER_LOOKUP = 90;
@@ -207,9 +208,9 @@ export async function indexFiles(
   );
   const originals = Promise.all(
     fresh.map(({ file, row }) =>
-      env.FILES.put(row.r2Key ?? "", file.bytes ?? new Uint8Array(), {
-        httpMetadata: { contentType: file.mimeType },
-        customMetadata: { name: file.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: row.id },
+      putFile(env, row.r2Key ?? "", file.bytes ?? new Uint8Array(), {
+        contentType: file.mimeType,
+        custom: { name: file.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: row.id },
       }),
     ),
   );
