@@ -180,7 +180,7 @@ export async function indexFiles(
       size: file.size,
       contentHash: hashes[i],
       r2Key,
-      customMetadata: JSON.stringify(file.customMetadata),
+      customMetadata: file.customMetadata,
       status: "indexing",
       error: null,
       chunkCount: 0,

@@ -101,7 +101,7 @@ export async function indexOne(
     size: doc.size,
     contentHash,
     r2Key,
-    customMetadata: JSON.stringify(doc.customMetadata),
+    customMetadata: doc.customMetadata,
     status: doc.error ? "failed" : "indexing",
     error: doc.error ?? null,
     chunkCount: 0,

@@ -49,7 +49,7 @@ export function documentRecord(row: KbDocumentRow) {
     status: row.status,
     error: row.error,
     chunkCount: row.chunkCount,
-    customMetadata: JSON.parse(row.customMetadata) as Record<string, unknown>,
+    customMetadata: row.customMetadata,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };
