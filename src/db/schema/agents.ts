@@ -1,4 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type { AgentDefinition } from "../../features/agents/agent-definition";
 
 export const agents = sqliteTable(
   "agents",
@@ -10,20 +11,20 @@ export const agents = sqliteTable(
     description: text("description").notNull().default(""),
     pipelineId: text("pipeline_id"),
     /** JSON object: instructions, model, tools and other settings of the agent. */
-    config: text("config").notNull().default("{}"),
+    config: text("config", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
     /** JSON array of strings. */
-    tags: text("tags").notNull().default("[]"),
+    tags: text("tags", { mode: "json" }).$type<string[]>().notNull().default([]),
     /** The agent this one was duplicated or imported from. */
     sourceAgentId: text("source_agent_id"),
     published: integer("published", { mode: "boolean" }).notNull().default(false),
     publishedAt: text("published_at"),
     category: text("category"),
     /** JSON AgentDefinition (agent-definition.ts): what runs; null for a record that was never given one. */
-    definition: text("definition"),
+    definition: text("definition", { mode: "json" }).$type<AgentDefinition>(),
     /** Bumped on every /v1 update; an import copies the definition of the version it saw. */
     version: integer("version").notNull().default(1),
     /** The definition when it was last published: what an import copies (pinned), whatever the owner edits later. */
-    publishedDefinition: text("published_definition"),
+    publishedDefinition: text("published_definition", { mode: "json" }).$type<AgentDefinition>(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
