@@ -10,7 +10,6 @@ import { egressFetch } from "../../lib/egress";
 import { DEFAULT_WORKSPACE_API, WORKSPACE_API_HOSTS } from "./chatbots.schemas";
 import type { ChatbotServices } from "./chatbot-services";
 import {
-  parseObject,
   type ChatbotRow,
   type ChatWorkspaceSettings,
   type DeploymentSettings,
@@ -105,7 +104,7 @@ export async function handleTelephonyWebhook(
   signature: string | undefined,
 ): Promise<string> {
   const chatbot = await chatbotById(env, chatbotId);
-  const settings = parseObject<TelephonySettings>(chatbot.telephony);
+  const settings = chatbot.telephony;
   if (!settings.enabled || !chatbot.telephonyTokenSealed) throw notFound("chatbot");
   if (!signature) throw refused("missing request signature");
   const params = [...new URLSearchParams(rawBody).entries()];
@@ -121,7 +120,7 @@ export async function handleTelephonyWebhook(
   const text = (form.get("Body") ?? form.get("SpeechResult") ?? "").trim();
   const gather = `<Gather input="speech" action="${escapeXml(url)}" method="POST"/>`;
   if (text === "") {
-    const greeting = parseObject<DeploymentSettings>(chatbot.deployment).greeting ?? "Hello. How can I help?";
+    const greeting = chatbot.deployment.greeting ?? "Hello. How can I help?";
     return xml(isCall ? `<Say>${escapeXml(greeting)}</Say>${gather}` : `<Message>${escapeXml(greeting)}</Message>`);
   }
   let answer: string;
@@ -160,7 +159,7 @@ export async function handleWorkspaceWebhook(
   keepAlive: (work: Promise<unknown>) => void,
 ): Promise<{ challenge: string } | { ok: true; ignored?: boolean }> {
   const chatbot = await chatbotById(env, chatbotId);
-  const settings = parseObject<ChatWorkspaceSettings>(chatbot.chatworkspace);
+  const settings = chatbot.chatworkspace;
   if (!settings.enabled || !chatbot.chatworkspaceSigningSealed || !chatbot.chatworkspaceTokenSealed)
     throw notFound("chatbot");
   const key = requireSecret(env, "ENCRYPTION_KEY");

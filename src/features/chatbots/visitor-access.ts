@@ -7,13 +7,7 @@ import { AppError, notFound, rateLimited } from "../../lib/errors";
 import { sha256Hex } from "../../lib/crypto";
 import { signToken, verifyToken } from "../../lib/signed-token";
 import { newId } from "../../lib/ids";
-import {
-  canRun,
-  DEFAULT_RATE_LIMIT_PER_MINUTE,
-  parseObject,
-  type AccessSettings,
-  type ChatbotRow,
-} from "./chatbots.service";
+import { canRun, DEFAULT_RATE_LIMIT_PER_MINUTE, type AccessSettings, type ChatbotRow } from "./chatbots.service";
 
 /** Visitor sessions last a day; then the visitor starts a new one (and no longer sees the old conversations). */
 export const VISITOR_SESSION_TTL_SECONDS = 24 * 60 * 60;
@@ -34,7 +28,7 @@ export async function getDeployedChatbot(env: Env, chatbotId: string): Promise<C
 }
 
 export function accessOf(row: ChatbotRow): AccessSettings {
-  return parseObject<AccessSettings>(row.access);
+  return row.access;
 }
 
 /** Where a visitor request comes from, as the browser reports it. */
@@ -161,6 +155,6 @@ export async function corsOriginFor(env: Env, path: string, origin: string): Pro
     .where(eq(chatbots.id, id))
     .limit(1);
   if (!rows[0]?.deployed) return null;
-  const allowed = parseObject<AccessSettings>(rows[0].access).allowed_origins ?? [];
+  const allowed = rows[0].access.allowed_origins ?? [];
   return allowed.length === 0 || allowed.includes(origin.replace(/\/$/, "")) ? origin : null;
 }
