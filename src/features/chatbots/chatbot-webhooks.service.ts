@@ -9,12 +9,7 @@ import { tryParseJson } from "../../lib/body";
 import { egressFetch } from "../../lib/egress";
 import { DEFAULT_WORKSPACE_API, WORKSPACE_API_HOSTS } from "./chatbots.schemas";
 import type { ChatbotServices } from "./chatbot-services";
-import {
-  type ChatbotRow,
-  type ChatWorkspaceSettings,
-  type DeploymentSettings,
-  type TelephonySettings,
-} from "./chatbots.service";
+import type { ChatbotRow } from "./chatbots.service";
 import { executeRun, prepareRun } from "./chatbot-run";
 import { conversationNameFrom } from "./history-budget";
 import { createConversation, findChannelConversation } from "./conversations.service";

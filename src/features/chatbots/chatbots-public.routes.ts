@@ -25,7 +25,7 @@ import {
   VisitorRunBody,
   VisitorUploadBody,
 } from "./chatbots.schemas";
-import { canRun, type ChatbotRow, type DeploymentSettings } from "./chatbots.service";
+import { canRun, type ChatbotRow } from "./chatbots.service";
 import { executeRun, prepareRun, publicResult } from "./chatbot-run";
 import { streamAnswer } from "./chatbot-stream";
 import { attachUploads, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";

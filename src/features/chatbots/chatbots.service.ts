@@ -17,7 +17,7 @@ export type {
   RbacSettings,
   TelephonySettings,
 } from "./chatbot-record";
-import type { ChatbotRow, RbacSettings } from "./chatbot-record";
+import type { ChatbotRow } from "./chatbot-record";
 
 /** A chatbot of the caller's organization, else 404 (another organization's chatbot is not found either). */
 export async function getVisibleChatbot(env: Env, auth: AuthContext, id: string): Promise<ChatbotRow> {

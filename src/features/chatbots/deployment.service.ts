@@ -8,7 +8,6 @@ import {
   assertOrgUsers,
   getVisibleChatbot,
   saveChatbot,
-  type AccessSettings,
   type ChatbotRow,
   type ChatWorkspaceSettings,
   type DeploymentSettings,
