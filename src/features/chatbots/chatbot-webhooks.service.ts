@@ -1,7 +1,7 @@
-import { eq } from "drizzle-orm";
+import { eq, lt } from "drizzle-orm";
 import type { Env } from "../../env";
 import { database } from "../../db/client";
-import { chatbots } from "../../db/schema/chatbots";
+import { chatbots, chatbotWebhookReplays } from "../../db/schema/chatbots";
 import { AppError, badRequest, notFound } from "../../lib/errors";
 import { decryptSecret } from "../../lib/crypto";
 import { requireSecret } from "../../lib/config";
@@ -33,13 +33,16 @@ async function chatbotById(env: Env, chatbotId: string): Promise<ChatbotRow> {
 /** Records a processed request; false when it was seen before (a replay). */
 async function firstDelivery(env: Env, key: string): Promise<boolean> {
   const now = Math.floor(Date.now() / 1000);
-  const [, inserted] = await env.DB.batch([
-    env.DB.prepare("DELETE FROM chatbot_webhook_replays WHERE created_at < ?").bind(now - REPLAY_MEMORY_SECONDS),
-    env.DB.prepare(
-      "INSERT INTO chatbot_webhook_replays (key, created_at) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
-    ).bind(key, now),
+  const db = database(env);
+  const [, inserted] = await db.batch([
+    db.delete(chatbotWebhookReplays).where(lt(chatbotWebhookReplays.createdAt, now - REPLAY_MEMORY_SECONDS)),
+    db
+      .insert(chatbotWebhookReplays)
+      .values({ key, createdAt: now })
+      .onConflictDoNothing()
+      .returning({ key: chatbotWebhookReplays.key }),
   ]);
-  return inserted.meta.changes === 1;
+  return inserted.length === 1;
 }
 
 /** The integration caller's conversation, created on their first message (concurrent first messages share one). */

@@ -1,7 +1,7 @@
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { Env } from "../../env";
 import { database } from "../../db/client";
-import { chatbots } from "../../db/schema/chatbots";
+import { chatbotRateLimits, chatbots } from "../../db/schema/chatbots";
 import { users } from "../../db/schema/identity";
 import { AppError, notFound, rateLimited } from "../../lib/errors";
 import { sha256Hex } from "../../lib/crypto";
@@ -122,13 +122,18 @@ export async function verifyVisitorSession(env: Env, row: ChatbotRow, token: str
  */
 export async function consumeRateLimit(env: Env, key: string, limit: number): Promise<void> {
   const window = Math.floor(Date.now() / 60_000);
-  const row = await env.DB.prepare(
-    `INSERT INTO chatbot_rate_limits (key, window_start, count) VALUES (?1, ?2, 1)
-     ON CONFLICT(key) DO UPDATE SET count = CASE WHEN window_start = ?2 THEN count + 1 ELSE 1 END, window_start = ?2
-     RETURNING count`,
-  )
-    .bind(key, window)
-    .first<{ count: number }>();
+  const [row] = await database(env)
+    .insert(chatbotRateLimits)
+    .values({ key, windowStart: window, count: 1 })
+    .onConflictDoUpdate({
+      target: chatbotRateLimits.key,
+      // SQLite evaluates every assignment against the row as it was, so the CASE sees the old window.
+      set: {
+        count: sql`CASE WHEN ${chatbotRateLimits.windowStart} = ${window} THEN ${chatbotRateLimits.count} + 1 ELSE 1 END`,
+        windowStart: window,
+      },
+    })
+    .returning({ count: chatbotRateLimits.count });
   const retryAfter = 60 - (Math.floor(Date.now() / 1000) % 60);
   if ((row?.count ?? 0) > limit)
     throw rateLimited("too many requests to this chatbot: try again in a minute", retryAfter);
