@@ -1,10 +1,9 @@
 import type { Context } from "hono";
-import { verify } from "hono/jwt";
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { AppBindings, AuthContext, Role } from "../env";
 import { ROLES } from "../env";
 import { AppError } from "../lib/errors";
-import { requireSecret } from "../lib/config";
+import { verifyToken } from "../lib/signed-token";
 import { sha256Hex } from "../lib/crypto";
 import { enforceLimit } from "./limits";
 import { database } from "../db/client";
@@ -66,15 +65,9 @@ async function recordUse(c: Context<AppBindings>, keyId: string, lastUsedAt: str
 }
 
 async function authFromToken(c: Context<AppBindings>, token: string): Promise<AuthContext | null> {
-  let payload: Record<string, unknown>;
-  try {
-    payload = await verify(token, requireSecret(c.env, "JWT_SECRET"), "HS256");
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    return null;
-  }
-  // Every token Loom issues expires; one without a numeric `exp` would be valid forever.
-  if (typeof payload.sub !== "string" || typeof payload.exp !== "number") return null;
+  // Only an access token: a chatbot visitor's session, signed with the same secret, has another audience.
+  const payload = await verifyToken(c.env, "access", token);
+  if (typeof payload?.sub !== "string") return null;
   // The user is read on every request, so deletion, suspension and role changes apply at once.
   const rows = await database(c.env)
     .select({ id: users.id, orgId: users.orgId, role: users.role, suspended: users.suspended })

@@ -1,4 +1,7 @@
+import { sign } from "hono/jwt";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { signToken } from "../../src/lib/signed-token";
 import { bearer, call, form, json, seedOrg } from "../helpers";
 import { createKb } from "../knowledge-bases/kb-fixtures";
 import { body, chatbotApp, createChatbot, deployPublic, run } from "./harness";
@@ -229,16 +232,22 @@ describe("chatbots: the public surface", () => {
     const ownerList = await body(await app.request(`/chatbots/conversations`, { headers: bearer(org.owner.token) }));
     expect(ownerList.conversations).toEqual([]);
 
-    const [head, sig] = [
-      aliceSession.slice(0, aliceSession.lastIndexOf(".")),
-      aliceSession.slice(aliceSession.lastIndexOf(".") + 1),
-    ];
-    const tampered = head.replace(/\.vs1|[0-9a-f]{24}(?=\.[^.]+\.[^.]+\.[^.]+$)/, "f".repeat(24)) + "." + sig;
+    // A session is a signed JWT: its claims rewritten under the old signature, or re-signed with
+    // another secret, or signed with none, are all refused.
+    const [header, payload, sig] = aliceSession.split(".");
+    const claims = JSON.parse(base64UrlText(payload)) as Record<string, unknown>;
+    const tampered = `${header}.${textBase64Url(JSON.stringify({ ...claims, vid: "f".repeat(24) }))}.${sig}`;
+    const unsigned = `${textBase64Url(JSON.stringify({ alg: "none", typ: "JWT" }))}.${payload}.`;
+    const otherSecret = await sign(claims, "not-the-server-secret-at-all", "HS256");
     for (const forged of [
       tampered,
-      `${head}.${"0".repeat(64)}`,
+      `${header}.${payload}.${"A".repeat(43)}`,
+      unsigned,
+      otherSecret,
       "vs1.garbage",
-      bobSession.slice(0, -1) + (bobSession.endsWith("0") ? "1" : "0"),
+      // One signature character changed: a middle one, since the last base64url character of an
+      // HS256 signature carries two padding bits that decode to the same signature.
+      flipSignatureCharacter(bobSession),
     ]) {
       const res = await app.request(`/chatbots/deployed/${id}/conversations`, {
         headers: { "x-visitor-session": forged },
@@ -622,3 +631,63 @@ describe("chatbots: webhook signatures", () => {
     expect([underCap.status, await underCap.json()]).toEqual([401, { detail: "missing request signature" }]);
   });
 });
+
+describe("chatbots: visitor sessions and access tokens are one format with two audiences", () => {
+  it("a members-mode visitor session is refused as an access token, and an access token as a visitor session", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    await app.request("/chatbots/update/access", form({ chatbot_id: id, mode: "members" }, bearer(org.owner.token)));
+    const issued = await app.request(`/chatbots/deployed/${id}/session`, {
+      method: "POST",
+      headers: bearer(org.owner.token),
+    });
+    const session = String((await body(issued)).visitor_session);
+    // Each works where it belongs: the session names the owner, signed with the same secret.
+    const conversations = `/chatbots/deployed/${id}/conversations`;
+    expect((await app.request(conversations, { headers: { "x-visitor-session": session } })).status).toBe(200);
+    expect((await call("/auth/me", { headers: bearer(org.owner.token) })).status).toBe(200);
+    // And nowhere else.
+    for (const path of ["/auth/me", "/chatbots/conversations", "/admin/users"]) {
+      const res = await call(path, { headers: bearer(session) });
+      expect(res.status, path).toBe(401);
+      expect(await body(res), path).toEqual({ detail: "Could not validate credentials" });
+    }
+    const asSession = await app.request(conversations, { headers: { "x-visitor-session": org.owner.token } });
+    expect(asSession.status).toBe(401);
+    expect(await body(asSession)).toEqual({
+      detail: "a valid visitor session is required: POST /chatbots/deployed/{chatbot_id}/session",
+    });
+  });
+
+  it("an expired visitor session is refused, though its signature and claims are right", async () => {
+    const app = chatbotApp();
+    const org = await seedOrg();
+    const id = await createChatbot(app, org.owner.apiKey);
+    await deployPublic(app, org.owner.token, id);
+    const first = await body(await app.request(`/chatbots/deployed/${id}/run`, json({ text: "hello" })));
+    const claims = JSON.parse(base64UrlText(String(first.visitor_session).split(".")[1])) as Record<string, string>;
+    const day = 24 * 60 * 60;
+    const longAgo = Math.floor(Date.now() / 1000) - 3 * day;
+    const kept = { cb: claims.cb, vid: claims.vid, st: claims.st };
+    const expired = await signToken(env, "visitor", kept, day, longAgo);
+    const current = await signToken(env, "visitor", kept, day);
+    const conversations = `/chatbots/deployed/${id}/conversations`;
+    expect((await app.request(conversations, { headers: { "x-visitor-session": current } })).status).toBe(200);
+    expect((await app.request(conversations, { headers: { "x-visitor-session": expired } })).status).toBe(401);
+  });
+});
+
+function base64UrlText(part: string): string {
+  return atob(part.replace(/-/g, "+").replace(/_/g, "/"));
+}
+
+function textBase64Url(text: string): string {
+  return btoa(text).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+}
+
+function flipSignatureCharacter(token: string): string {
+  const at = token.lastIndexOf(".") + 10;
+  return token.slice(0, at) + (token[at] === "A" ? "B" : "A") + token.slice(at + 1);
+}

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { env } from "cloudflare:test";
 import { sign } from "hono/jwt";
 import { Hono } from "hono";
+import { TOKEN_AUDIENCE } from "../../src/lib/signed-token";
 import type { AppBindings } from "../../src/env";
 import { securityHeaders, setPagePolicy } from "../../src/middleware/security-headers";
 import { bearer, call, callWith, form, json, seedOrg } from "../helpers";
@@ -413,6 +414,18 @@ describe("password policy", () => {
 });
 
 describe("access tokens", () => {
+  it("a token signed with the server's secret is refused without the access audience or with another", async () => {
+    const org = await seedOrg();
+    const secret = "test-jwt-secret-0123456789abcdef";
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { sub: org.owner.userId, org: org.orgId, iat: now, exp: now + 600 };
+    const me = async (token: string) => read(await call(ME_PATH, { headers: bearer(token) }));
+    expect((await me(await sign({ ...claims, aud: TOKEN_AUDIENCE.access }, secret, "HS256")))[0]).toBe(200);
+    const refused = [401, { detail: "Could not validate credentials" }];
+    for (const aud of [undefined, TOKEN_AUDIENCE.visitor, "someone-else", [TOKEN_AUDIENCE.visitor]])
+      expect(await me(await sign({ ...claims, aud }, secret, "HS256")), String(aud)).toEqual(refused);
+  });
+
   it("a token signed with the server's secret but without a numeric exp is refused", async () => {
     const org = await seedOrg();
     const secret = "test-jwt-secret-0123456789abcdef";
@@ -421,7 +434,13 @@ describe("access tokens", () => {
     expect(
       await read(
         await call(ME_PATH, {
-          headers: bearer(await sign({ sub: org.owner.userId, org: org.orgId, iat: now }, secret, "HS256")),
+          headers: bearer(
+            await sign(
+              { sub: org.owner.userId, org: org.orgId, aud: TOKEN_AUDIENCE.access, iat: now },
+              secret,
+              "HS256",
+            ),
+          ),
         }),
       ),
     ).toEqual(refused);
@@ -430,9 +449,13 @@ describe("access tokens", () => {
         await call(ME_PATH, {
           headers: bearer(
             await sign(
-              { sub: org.owner.userId, org: org.orgId, iat: now, exp: "never" } as unknown as Parameters<
-                typeof sign
-              >[0],
+              {
+                sub: org.owner.userId,
+                org: org.orgId,
+                aud: TOKEN_AUDIENCE.access,
+                iat: now,
+                exp: "never",
+              } as unknown as Parameters<typeof sign>[0],
               secret,
               "HS256",
             ),
@@ -445,7 +468,11 @@ describe("access tokens", () => {
       (
         await call(ME_PATH, {
           headers: bearer(
-            await sign({ sub: org.owner.userId, org: org.orgId, iat: now, exp: now + 600 }, secret, "HS256"),
+            await sign(
+              { sub: org.owner.userId, org: org.orgId, aud: TOKEN_AUDIENCE.access, iat: now, exp: now + 600 },
+              secret,
+              "HS256",
+            ),
           ),
         })
       ).status,

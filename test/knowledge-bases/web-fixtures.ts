@@ -1,5 +1,7 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { post, send, type Body } from "./kb-fixtures";
+import type { WebSourceRecord } from "../../src/features/knowledge-bases/web-ingestion";
+import { WebSources } from "../../src/features/knowledge-bases/web-sources";
 
 /** A host of its own for each test, so the shared fake web never mixes tests' pages. */
 export function freshSite(): string {
@@ -80,5 +82,37 @@ export function scheduledAlarm(kb: string): Promise<number | null> {
 export function makeRescrapesDue(kb: string): Promise<void> {
   return runInDurableObject(indexObject(kb), (_object, state) => {
     state.storage.sql.exec("UPDATE web_sources SET next_at = 0 WHERE next_at IS NOT NULL");
+  });
+}
+
+/** The index object's alarm and the stored due times of its re-scraped sources, read together. */
+export function rescrapeSchedule(kb: string): Promise<{ alarm: number | null; due: number[] }> {
+  return runInDurableObject(indexObject(kb), async (_object, state) => ({
+    alarm: await state.storage.getAlarm(),
+    due: state.storage.sql
+      .exec<{ at: number }>("SELECT next_at AS at FROM web_sources WHERE next_at IS NOT NULL")
+      .toArray()
+      .map((r) => r.at),
+  }));
+}
+
+/**
+ * When the web-source store schedules the next rescrape of the knowledge base's one stored source
+ * if its clock reads `now`: the source is saved again under a probe id with that clock, read back
+ * and removed, so the schedule is checked without reading the wall clock.
+ */
+export function nextRescrapeAt(kb: string, now: number): Promise<number | null> {
+  return runInDurableObject(indexObject(kb), (_object, state) => {
+    const sql = state.storage.sql;
+    const [row] = sql.exec<{ record: string }>("SELECT record FROM web_sources").toArray();
+    const probe: WebSourceRecord = {
+      ...(JSON.parse(row.record) as WebSourceRecord),
+      id: `probe-${crypto.randomUUID()}`,
+    };
+    const unused = () => Promise.reject(new Error("the probe only saves its schedule"));
+    new WebSources(sql, env, { ingest: unused, deleteDocuments: unused }).register(probe, [], now);
+    const at = sql.exec<{ at: number | null }>("SELECT next_at AS at FROM web_sources WHERE id = ?", probe.id).one().at;
+    sql.exec("DELETE FROM web_sources WHERE id = ?", probe.id);
+    return at;
   });
 }

@@ -1,4 +1,12 @@
 import { sqliteTable, text, integer, index, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type {
+  AccessSettings,
+  ChatbotQueryOptions,
+  ChatWorkspaceSettings,
+  DeploymentSettings,
+  RbacSettings,
+  TelephonySettings,
+} from "../../features/chatbots/chatbot-record";
 
 export const chatbots = sqliteTable(
   "chatbots",
@@ -12,21 +20,21 @@ export const chatbots = sqliteTable(
     pipelineInput: text("pipeline_input"),
     pipelineOutput: text("pipeline_output"),
     /** JSON array of knowledge base ids. */
-    knowledgeBaseIds: text("knowledge_base_ids").notNull().default("[]"),
+    knowledgeBaseIds: text("knowledge_base_ids", { mode: "json" }).$type<string[]>().notNull().default([]),
     /** JSON object of knowledge base query options (top_k, score_cutoff ...). */
-    queryOptions: text("query_options").notNull().default("{}"),
+    queryOptions: text("query_options", { mode: "json" }).$type<ChatbotQueryOptions>().notNull().default({}),
     systemPrompt: text("system_prompt").notNull().default(""),
     model: text("model"),
     followUpQuestions: integer("follow_up_questions").notNull().default(0),
     browserExtension: integer("browser_extension", { mode: "boolean" }).notNull().default(false),
     deployed: integer("deployed", { mode: "boolean" }).notNull().default(false),
     deployedAt: text("deployed_at"),
-    deployment: text("deployment").notNull().default("{}"),
-    access: text("access").notNull().default("{}"),
-    rbac: text("rbac").notNull().default("{}"),
-    telephony: text("telephony").notNull().default("{}"),
+    deployment: text("deployment", { mode: "json" }).$type<DeploymentSettings>().notNull().default({}),
+    access: text("access", { mode: "json" }).$type<AccessSettings>().notNull().default({}),
+    rbac: text("rbac", { mode: "json" }).$type<RbacSettings>().notNull().default({}),
+    telephony: text("telephony", { mode: "json" }).$type<TelephonySettings>().notNull().default({}),
     telephonyTokenSealed: text("telephony_token_sealed"),
-    chatworkspace: text("chatworkspace").notNull().default("{}"),
+    chatworkspace: text("chatworkspace", { mode: "json" }).$type<ChatWorkspaceSettings>().notNull().default({}),
     chatworkspaceSigningSealed: text("chatworkspace_signing_sealed"),
     chatworkspaceTokenSealed: text("chatworkspace_token_sealed"),
     createdAt: text("created_at").notNull(),

@@ -57,9 +57,12 @@ export const connections = sqliteTable(
     secretSealed: text("secret_sealed"),
     secretLastFour: text("secret_last_four"),
     /** JSON object of default models by purpose: chat, embedding, rerank, transcription. */
-    models: text("models").notNull().default("{}"),
+    models: text("models", { mode: "json" })
+      .$type<Partial<Record<"chat" | "embedding" | "rerank" | "transcription", string>>>()
+      .notNull()
+      .default({}),
     /** JSON object of non-secret settings (account ids, phone numbers, workspace ids). */
-    settings: text("settings").notNull().default("{}"),
+    settings: text("settings", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
     createdBy: text("created_by").notNull(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
@@ -77,7 +80,7 @@ export const auditLog = sqliteTable(
     targetType: text("target_type").notNull(),
     targetId: text("target_id"),
     /** JSON; never holds secrets. */
-    details: text("details").notNull().default("{}"),
+    details: text("details", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
     createdAt: text("created_at").notNull(),
   },
   (t) => [index("audit_org_time").on(t.orgId, t.createdAt)],

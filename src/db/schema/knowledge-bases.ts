@@ -38,7 +38,7 @@ export const kbDocuments = sqliteTable(
     contentHash: text("content_hash").notNull(),
     r2Key: text("r2_key"),
     /** JSON object given by the caller at indexing. */
-    customMetadata: text("custom_metadata").notNull().default("{}"),
+    customMetadata: text("custom_metadata", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
     status: text("status", { enum: ["indexing", "ready", "failed"] }).notNull(),
     error: text("error"),
     chunkCount: integer("chunk_count").notNull().default(0),

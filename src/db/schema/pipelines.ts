@@ -1,4 +1,7 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type { EditorDocument } from "../../features/pipelines/editor-format";
+import type { PipelineSettings } from "../../features/pipelines/pipeline-records";
+import type { PipelineEdge, PipelineNode } from "../../features/pipelines/pipelines.schemas";
 
 export const pipelines = sqliteTable(
   "pipelines",
@@ -9,17 +12,17 @@ export const pipelines = sqliteTable(
     name: text("name").notNull(),
     description: text("description").notNull().default(""),
     /** JSON array of `{id, type, config}`. */
-    nodes: text("nodes").notNull(),
+    nodes: text("nodes", { mode: "json" }).$type<PipelineNode[]>().notNull(),
     /** JSON array of `{source, target, source_output?, target_input?}`. */
-    edges: text("edges").notNull(),
+    edges: text("edges", { mode: "json" }).$type<PipelineEdge[]>().notNull(),
     /** JSON object of run limits (`max_steps`, `node_timeout_seconds`). */
-    settings: text("settings").notNull().default("{}"),
+    settings: text("settings", { mode: "json" }).$type<Partial<PipelineSettings>>().notNull().default({}),
     /** Bumped by each update; runs keep the definition they started with (copied into their run object). */
     version: integer("version").notNull().default(1),
     /** The pipeline's one branch id, answered as `branch_id` / `mainBranch` (nullable only for the migration). */
     branchId: text("branch_id"),
     /** The definition as the editor format sent it (`{nodes: {...}, canvas_metadata, inputs, outputs}`); NULL for Loom's format. */
-    editor: text("editor"),
+    editor: text("editor", { mode: "json" }).$type<EditorDocument>(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },

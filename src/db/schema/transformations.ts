@@ -1,4 +1,5 @@
 import { sqliteTable, text, index, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type { IoSchema } from "../../features/transformations/io-schema";
 
 export const transformations = sqliteTable(
   "transformations",
@@ -11,9 +12,9 @@ export const transformations = sqliteTable(
     functionName: text("function_name").notNull(),
     source: text("source").notNull(),
     language: text("language", { enum: ["python", "javascript"] }).notNull(),
-    /** The input and output schemas as given (JSON text), either spelling. */
-    inputSchema: text("input_schema").notNull(),
-    outputSchema: text("output_schema").notNull(),
+    /** The input and output schemas as given (stored as JSON text), either spelling. */
+    inputSchema: text("input_schema", { mode: "json" }).$type<IoSchema>().notNull(),
+    outputSchema: text("output_schema", { mode: "json" }).$type<IoSchema>().notNull(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },

@@ -229,8 +229,9 @@ export function readDefinition(body: AgentWriteInput, previous?: AgentDefinition
   };
 }
 
-export function parseStoredDefinition(json: string | null): AgentDefinition {
-  if (!json)
+/** The stored definition, or an empty one for a record that was never given one. */
+export function storedDefinition(stored: AgentDefinition | null): AgentDefinition {
+  if (!stored)
     return {
       instructions: "",
       llm: { provider: "loom", model_id: "extractive" },
@@ -239,7 +240,7 @@ export function parseStoredDefinition(json: string | null): AgentDefinition {
       outputs: {},
       limits: DEFAULT_LIMITS,
     };
-  return JSON.parse(json) as AgentDefinition;
+  return stored;
 }
 
 /** The definition as the SDK reads it back (`Agent.from_json`): tools as a list, no secret anywhere. */

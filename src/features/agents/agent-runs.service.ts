@@ -6,7 +6,7 @@ import { users } from "../../db/schema/identity";
 import { AppError, badRequest, conflict, forbidden, notFound } from "../../lib/errors";
 import { newId, toHex } from "../../lib/ids";
 import { NodeFailure } from "../pipelines/pipeline-services";
-import { parseStoredDefinition } from "./agent-definition";
+import { storedDefinition } from "./agent-definition";
 import type { AgentRunInit, AgentRunRecord, Decision } from "./agent-run-store";
 import type { AgentRunView } from "./agent-run-view";
 import type { AgentRow } from "./agents.records";
@@ -61,7 +61,7 @@ async function prepare(
   runId: string,
   depth: number,
 ): Promise<AgentRunInit> {
-  const definition = parseStoredDefinition(row.definition);
+  const definition = storedDefinition(row.definition);
   const declared = Object.values(definition.inputs).map((i) => i.name);
   const unknown = Object.keys(request.inputs).filter((name) => declared.length > 0 && !declared.includes(name));
   if (unknown.length)
@@ -173,7 +173,7 @@ export async function runChildAgent(
     await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${parent.runId}/${callId}`)),
   );
   const runId = toHex(digest).slice(0, 24);
-  const definition = parseStoredDefinition(row.definition);
+  const definition = storedDefinition(row.definition);
   const first = Object.values(definition.inputs)[0]?.name ?? "input";
   const init = await prepare(
     env,

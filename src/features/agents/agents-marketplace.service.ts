@@ -48,7 +48,7 @@ export async function publishAgent(
     publishedDefinition: row.definition,
     publishedAt: row.publishedAt ?? now,
     category: input.category ?? row.category,
-    tags: input.tags ? JSON.stringify(input.tags) : row.tags,
+    tags: input.tags ?? row.tags,
     updatedAt: now,
   };
   const db = database(env);

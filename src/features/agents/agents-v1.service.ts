@@ -7,7 +7,7 @@ import type { FetchQueryInput } from "../../lib/ownership";
 import type { NodeServices } from "../pipelines/pipeline-services";
 import {
   definitionForSdk,
-  parseStoredDefinition,
+  storedDefinition,
   readDefinition,
   type AgentDefinition,
   type AgentWriteInput,
@@ -55,12 +55,7 @@ async function checkTools(
 export async function createAgentV1(env: Env, auth: AuthContext, services: NodeServices, body: AgentWriteInput) {
   const definition = readDefinition(body);
   await checkTools(env, auth, services, definition);
-  const row = await insertAgent(
-    env,
-    auth,
-    { name: body.name, description: body.description, definition: JSON.stringify(definition) },
-    "created",
-  );
+  const row = await insertAgent(env, auth, { name: body.name, description: body.description, definition }, "created");
   return { status: "success" as const, id: row.id, branch_id: row.id, version: row.version };
 }
 
@@ -81,7 +76,7 @@ async function resolveAgent(env: Env, auth: AuthContext, query: FetchQueryInput)
 
 export async function fetchAgentV1(env: Env, auth: AuthContext, query: FetchQueryInput) {
   const row = await resolveAgent(env, auth, query);
-  const definition = parseStoredDefinition(row.definition);
+  const definition = storedDefinition(row.definition);
   return {
     status: "success" as const,
     object: {
@@ -113,13 +108,13 @@ export async function updateAgentV1(
   if (access.row.orgId !== auth.orgId) throw notFound("agent");
   if (!access.canEdit)
     throw forbidden("only the agent's owner, an admin or a user it is shared with as editor can change it");
-  const definition = readDefinition(body, parseStoredDefinition(access.row.definition));
+  const definition = readDefinition(body, storedDefinition(access.row.definition));
   await checkTools(env, auth, services, definition, id);
   const db = database(env);
   const changes = {
     name: body.name,
     description: body.description,
-    definition: JSON.stringify(definition),
+    definition,
     version: sql`${agents.version} + 1`,
     updatedAt: new Date().toISOString(),
   };

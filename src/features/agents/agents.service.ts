@@ -6,6 +6,7 @@ import { users } from "../../db/schema/identity";
 import { AppError, invalidInput, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { hasRole } from "../../middleware/auth";
+import type { AgentDefinition } from "./agent-definition";
 import { terminateActiveAgentRuns } from "./agent-run-stub";
 import { agentDescription, type AgentRow } from "./agents.records";
 
@@ -79,8 +80,7 @@ export interface NewAgent {
   config?: Record<string, unknown>;
   tags?: string[];
   sourceAgentId?: string | null;
-  /** JSON AgentDefinition (agent-definition.ts). */
-  definition?: string | null;
+  definition?: AgentDefinition | null;
 }
 
 /** Creates an agent owned by the caller and records `action` in their history. */
@@ -94,8 +94,8 @@ export async function insertAgent(env: Env, auth: AuthContext, input: NewAgent, 
     name: input.name,
     description: input.description,
     pipelineId: input.pipelineId ?? null,
-    config: JSON.stringify(input.config ?? {}),
-    tags: JSON.stringify(input.tags ?? []),
+    config: input.config ?? {},
+    tags: input.tags ?? [],
     sourceAgentId: input.sourceAgentId ?? null,
     published: false,
     publishedAt: null,
@@ -185,8 +185,8 @@ export async function copyAgent(
       description: overrides.description ?? source.description,
       // A pipeline belongs to its organization; a copy into another one cannot run it.
       pipelineId: source.orgId === auth.orgId ? source.pipelineId : null,
-      config: JSON.parse(source.config) as Record<string, unknown>,
-      tags: JSON.parse(source.tags) as string[],
+      config: source.config,
+      tags: source.tags,
       sourceAgentId: source.id,
       // The copy is pinned to the definition it was made from; its tools resolve in the copier's
       // organization, with the copier's rights, so they never reach the source's records.

@@ -23,7 +23,7 @@ export function auditInsert(env: Env, auth: AuthContext, entry: AuditEntry) {
       action: entry.action,
       targetType: entry.targetType,
       targetId: entry.targetId ?? null,
-      details: JSON.stringify(entry.details ?? {}),
+      details: entry.details ?? {},
       createdAt: new Date().toISOString(),
     });
 }
@@ -49,7 +49,7 @@ export async function listAudit(env: Env, auth: AuthContext, limit: number, befo
     action: row.action,
     targetType: row.targetType,
     targetId: row.targetId,
-    details: JSON.parse(row.details) as Record<string, unknown>,
+    details: row.details,
     createdAt: row.createdAt,
   }));
 }

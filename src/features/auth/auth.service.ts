@@ -1,5 +1,4 @@
 import { and, eq, isNull, or } from "drizzle-orm";
-import { sign } from "hono/jwt";
 import type { AuthContext, Env } from "../../env";
 import { database, writeUnique } from "../../db/client";
 import { apiKeys, organizations, users } from "../../db/schema/identity";
@@ -8,7 +7,8 @@ import { hashPassword, randomBytes, sha256Hex, verifyPassword, verifyPasswordAga
 import { assertPasswordNotCommon } from "../../lib/password-policy";
 import { enforceLimit } from "../../middleware/limits";
 import { newId, toHex } from "../../lib/ids";
-import { accessTokenTtlSeconds, requireSecret, signupAllowed } from "../../lib/config";
+import { accessTokenTtlSeconds, signupAllowed } from "../../lib/config";
+import { signToken } from "../../lib/signed-token";
 import { API_KEY_PREFIX } from "../../middleware/auth";
 import { auditInsert } from "../audit/audit.service";
 
@@ -29,13 +29,8 @@ export function userRecord(row: UserRow) {
   };
 }
 
-export async function issueAccessToken(env: Env, user: Pick<UserRow, "id" | "orgId">): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  return sign(
-    { sub: user.id, org: user.orgId, iat: now, exp: now + accessTokenTtlSeconds(env) },
-    requireSecret(env, "JWT_SECRET"),
-    "HS256",
-  );
+export function issueAccessToken(env: Env, user: Pick<UserRow, "id" | "orgId">): Promise<string> {
+  return signToken(env, "access", { sub: user.id, org: user.orgId }, accessTokenTtlSeconds(env));
 }
 
 export interface SignupInput {

@@ -22,6 +22,12 @@ export interface DeploymentSettings {
   speech_to_text?: boolean;
 }
 
+/** Knowledge-base query options of a chatbot (`query_options`). */
+export interface ChatbotQueryOptions {
+  top_k?: number;
+  score_cutoff?: number;
+}
+
 export interface AccessSettings {
   mode?: "public" | "password" | "members";
   password_hash?: string;
@@ -50,24 +56,6 @@ export interface ChatWorkspaceSettings {
   bot_token_last_four?: string;
 }
 
-export function parseObject<T>(text: string): T {
-  try {
-    const parsed: unknown = JSON.parse(text);
-    return (parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed : {}) as T;
-  } catch {
-    return {} as T;
-  }
-}
-
-export function knowledgeBaseIdsOf(row: ChatbotRow): string[] {
-  try {
-    const parsed: unknown = JSON.parse(row.knowledgeBaseIds);
-    return Array.isArray(parsed) ? parsed.filter((v): v is string => typeof v === "string") : [];
-  } catch {
-    return [];
-  }
-}
-
 /**
  * A chatbot as its organization sees it. Secrets are write-only: only whether they are set and
  * their last four. Loom's own fields (camelCase settings) and the hosted SDK's (`pipeline.object_id`,
@@ -75,9 +63,9 @@ export function knowledgeBaseIdsOf(row: ChatbotRow): string[] {
  * `Chatbot.fetch` reads) are both present, so old clients and the SDK read the same record.
  */
 export function chatbotRecord(row: ChatbotRow) {
-  const access = parseObject<AccessSettings>(row.access);
-  const telephony = parseObject<TelephonySettings>(row.telephony);
-  const workspace = parseObject<ChatWorkspaceSettings>(row.chatworkspace);
+  const access = row.access;
+  const telephony = row.telephony;
+  const workspace = row.chatworkspace;
   return {
     ...ownedRecordFields(row),
     // Always an object: the SDK's `Chatbot.fetch` reads `pipeline.object_id` of every chatbot, and
@@ -85,22 +73,22 @@ export function chatbotRecord(row: ChatbotRow) {
     pipeline: { id: row.pipelineId, object_id: row.pipelineId, input: row.pipelineInput, output: row.pipelineOutput },
     input: row.pipelineInput,
     output: row.pipelineOutput,
-    knowledgeBaseIds: knowledgeBaseIdsOf(row),
-    queryOptions: parseObject<Record<string, unknown>>(row.queryOptions),
+    knowledgeBaseIds: row.knowledgeBaseIds,
+    queryOptions: row.queryOptions,
     systemPrompt: row.systemPrompt,
     model: row.model,
     followUpQuestions: row.followUpQuestions,
     browserExtension: row.browserExtension,
     deployed: row.deployed,
     deployedAt: row.deployedAt,
-    deployment: parseObject<DeploymentSettings>(row.deployment),
+    deployment: row.deployment,
     access: {
       mode: access.mode ?? "public",
       hasPassword: Boolean(access.password_hash),
       allowedOrigins: access.allowed_origins ?? [],
       rateLimitPerMinute: access.rate_limit_per_minute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
     },
-    rbac: parseObject<RbacSettings>(row.rbac),
+    rbac: row.rbac,
     telephony: {
       accountSid: telephony.account_sid ?? null,
       phoneNumber: telephony.phone_number ?? null,
@@ -128,7 +116,7 @@ function sdkSettings(
   workspace: ChatWorkspaceSettings,
 ) {
   return {
-    deployment_options: { ...parseObject<DeploymentSettings>(row.deployment), browser_extension: row.browserExtension },
+    deployment_options: { ...row.deployment, browser_extension: row.browserExtension },
     access_config: {
       mode: access.mode ?? "public",
       has_password: Boolean(access.password_hash),

@@ -3,7 +3,7 @@ import type { BeginResult, MessageSource } from "../../durable-objects/conversat
 import { AppError, badRequest } from "../../lib/errors";
 import { decodeClientBase64 } from "../../lib/base64";
 import type { ChatbotServices } from "./chatbot-services";
-import { knowledgeBaseIdsOf, parseObject, type ChatbotRow } from "./chatbots.service";
+import type { ChatbotRow } from "./chatbots.service";
 import { conversationNameFrom } from "./history-budget";
 import {
   conversationStub,
@@ -85,7 +85,7 @@ export async function prepareRun(
     throw badRequest(
       "filter: narrows a knowledge-base chatbot's search; this chatbot answers through a pipeline, which takes no filter",
     );
-  const scope = input.filter !== undefined ? knowledgeScope(knowledgeBaseIdsOf(chatbot), input.filter) : undefined;
+  const scope = input.filter !== undefined ? knowledgeScope(chatbot.knowledgeBaseIds, input.filter) : undefined;
   const existing = input.conversation_id ? await findConversation(env, chatbot, actor, input.conversation_id) : null;
   if (input.text === undefined) {
     const audio = decodeAudio(input);
@@ -156,11 +156,11 @@ export async function executeRun(
       answeredBy = `pipeline/${chatbot.pipelineId}`;
       if (text) await onPiece(text);
     } else {
-      const options = parseObject<{ top_k?: number; score_cutoff?: number }>(chatbot.queryOptions);
+      const options = chatbot.queryOptions;
       sources = await services.queryKnowledgeBases({
         orgId: chatbot.orgId,
         userId: chatbot.ownerId,
-        knowledgeBaseIds: run.scope?.knowledgeBaseIds ?? knowledgeBaseIdsOf(chatbot),
+        knowledgeBaseIds: run.scope?.knowledgeBaseIds ?? chatbot.knowledgeBaseIds,
         filters: run.scope?.filters,
         query: run.text,
         topK: options.top_k ?? 5,

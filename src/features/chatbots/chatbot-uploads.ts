@@ -9,6 +9,7 @@ import {
   findConversation,
   type ConversationActor,
 } from "./conversations.service";
+import { putFile } from "../../db/files";
 
 /** Documents a conversation accepts: text the answerer can read directly. */
 const TYPES_BY_EXTENSION: Record<string, string> = {
@@ -80,7 +81,7 @@ async function attach(
   for (const file of files) {
     const id = newId();
     const objectKey = `chatbots/${chatbot.id}/conversations/${conversation.id}/${id}`;
-    await env.FILES.put(objectKey, file.bytes, { httpMetadata: { contentType: file.mimeType } });
+    await putFile(env, objectKey, file.bytes, { contentType: file.mimeType });
     const createdAt = new Date().toISOString();
     await stub.addAttachment({
       id,

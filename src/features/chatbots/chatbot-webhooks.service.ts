@@ -1,7 +1,7 @@
-import { eq } from "drizzle-orm";
+import { eq, lt } from "drizzle-orm";
 import type { Env } from "../../env";
 import { database } from "../../db/client";
-import { chatbots } from "../../db/schema/chatbots";
+import { chatbots, chatbotWebhookReplays } from "../../db/schema/chatbots";
 import { AppError, badRequest, notFound } from "../../lib/errors";
 import { decryptSecret } from "../../lib/crypto";
 import { requireSecret } from "../../lib/config";
@@ -9,13 +9,7 @@ import { tryParseJson } from "../../lib/body";
 import { egressFetch } from "../../lib/egress";
 import { DEFAULT_WORKSPACE_API, WORKSPACE_API_HOSTS } from "./chatbots.schemas";
 import type { ChatbotServices } from "./chatbot-services";
-import {
-  parseObject,
-  type ChatbotRow,
-  type ChatWorkspaceSettings,
-  type DeploymentSettings,
-  type TelephonySettings,
-} from "./chatbots.service";
+import type { ChatbotRow } from "./chatbots.service";
 import { executeRun, prepareRun } from "./chatbot-run";
 import { conversationNameFrom } from "./history-budget";
 import { createConversation, findChannelConversation } from "./conversations.service";
@@ -39,13 +33,16 @@ async function chatbotById(env: Env, chatbotId: string): Promise<ChatbotRow> {
 /** Records a processed request; false when it was seen before (a replay). */
 async function firstDelivery(env: Env, key: string): Promise<boolean> {
   const now = Math.floor(Date.now() / 1000);
-  const [, inserted] = await env.DB.batch([
-    env.DB.prepare("DELETE FROM chatbot_webhook_replays WHERE created_at < ?").bind(now - REPLAY_MEMORY_SECONDS),
-    env.DB.prepare(
-      "INSERT INTO chatbot_webhook_replays (key, created_at) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
-    ).bind(key, now),
+  const db = database(env);
+  const [, inserted] = await db.batch([
+    db.delete(chatbotWebhookReplays).where(lt(chatbotWebhookReplays.createdAt, now - REPLAY_MEMORY_SECONDS)),
+    db
+      .insert(chatbotWebhookReplays)
+      .values({ key, createdAt: now })
+      .onConflictDoNothing()
+      .returning({ key: chatbotWebhookReplays.key }),
   ]);
-  return inserted.meta.changes === 1;
+  return inserted.length === 1;
 }
 
 /** The integration caller's conversation, created on their first message (concurrent first messages share one). */
@@ -105,7 +102,7 @@ export async function handleTelephonyWebhook(
   signature: string | undefined,
 ): Promise<string> {
   const chatbot = await chatbotById(env, chatbotId);
-  const settings = parseObject<TelephonySettings>(chatbot.telephony);
+  const settings = chatbot.telephony;
   if (!settings.enabled || !chatbot.telephonyTokenSealed) throw notFound("chatbot");
   if (!signature) throw refused("missing request signature");
   const params = [...new URLSearchParams(rawBody).entries()];
@@ -121,7 +118,7 @@ export async function handleTelephonyWebhook(
   const text = (form.get("Body") ?? form.get("SpeechResult") ?? "").trim();
   const gather = `<Gather input="speech" action="${escapeXml(url)}" method="POST"/>`;
   if (text === "") {
-    const greeting = parseObject<DeploymentSettings>(chatbot.deployment).greeting ?? "Hello. How can I help?";
+    const greeting = chatbot.deployment.greeting ?? "Hello. How can I help?";
     return xml(isCall ? `<Say>${escapeXml(greeting)}</Say>${gather}` : `<Message>${escapeXml(greeting)}</Message>`);
   }
   let answer: string;
@@ -160,7 +157,7 @@ export async function handleWorkspaceWebhook(
   keepAlive: (work: Promise<unknown>) => void,
 ): Promise<{ challenge: string } | { ok: true; ignored?: boolean }> {
   const chatbot = await chatbotById(env, chatbotId);
-  const settings = parseObject<ChatWorkspaceSettings>(chatbot.chatworkspace);
+  const settings = chatbot.chatworkspace;
   if (!settings.enabled || !chatbot.chatworkspaceSigningSealed || !chatbot.chatworkspaceTokenSealed)
     throw notFound("chatbot");
   const key = requireSecret(env, "ENCRYPTION_KEY");

@@ -24,7 +24,7 @@ import {
   VisitorRunBody,
   VisitorUploadBody,
 } from "./chatbots.schemas";
-import { canRun, parseObject, type ChatbotRow, type DeploymentSettings } from "./chatbots.service";
+import { canRun, type ChatbotRow } from "./chatbots.service";
 import { executeRun, prepareRun, publicResult } from "./chatbot-run";
 import { streamAnswer } from "./chatbot-stream";
 import { attachUploads, MAX_UPLOAD_BODY_BYTES } from "./chatbot-uploads";
@@ -103,8 +103,7 @@ async function visitorSession(
 }
 
 const actorOf = (session: VisitorSession): ConversationActor => ({ kind: "visitor", visitorId: session.visitorId });
-const showsSources = (row: ChatbotRow): boolean =>
-  parseObject<DeploymentSettings>(row.deployment).show_sources ?? false;
+const showsSources = (row: ChatbotRow): boolean => row.deployment.show_sources ?? false;
 
 export function registerPublicChatbotRoutes(app: OpenAPIHono<AppBindings>): void {
   const pub = { group: "B", auth: "none", tags: ["Deployed chatbots"] } as const;

@@ -8,7 +8,7 @@ import { assertCanCreate, assertVisible, resolveFetchTarget, type FetchQueryInpu
 import { hasRole } from "../../middleware/auth";
 import { auditInsert } from "../audit/audit.service";
 
-export { chatbotRecord, DEFAULT_RATE_LIMIT_PER_MINUTE, knowledgeBaseIdsOf, parseObject } from "./chatbot-record";
+export { chatbotRecord, DEFAULT_RATE_LIMIT_PER_MINUTE } from "./chatbot-record";
 export type {
   AccessSettings,
   ChatbotRow,
@@ -17,7 +17,7 @@ export type {
   RbacSettings,
   TelephonySettings,
 } from "./chatbot-record";
-import { parseObject, type ChatbotRow, type RbacSettings } from "./chatbot-record";
+import type { ChatbotRow } from "./chatbot-record";
 
 /** A chatbot of the caller's organization, else 404 (another organization's chatbot is not found either). */
 export async function getVisibleChatbot(env: Env, auth: AuthContext, id: string): Promise<ChatbotRow> {
@@ -53,7 +53,7 @@ export async function listChatbots(
 export function assertCanEdit(row: ChatbotRow, auth: AuthContext): void {
   assertCanCreate(auth);
   if (row.ownerId === auth.userId || hasRole(auth, "admin")) return;
-  const rbac = parseObject<RbacSettings>(row.rbac);
+  const rbac = row.rbac;
   if (rbac.editors?.includes(auth.userId) || rbac.editor_roles?.includes(auth.role)) return;
   throw new AppError(
     "forbidden",
@@ -64,7 +64,7 @@ export function assertCanEdit(row: ChatbotRow, auth: AuthContext): void {
 /** With runners or runner roles set, only they (and editors) may run the chatbot; otherwise every member may. */
 export function canRun(row: ChatbotRow, auth: { userId: string; role: Role }): boolean {
   if (row.ownerId === auth.userId || auth.role === "admin" || auth.role === "owner") return true;
-  const rbac = parseObject<RbacSettings>(row.rbac);
+  const rbac = row.rbac;
   const restricted = (rbac.runners?.length ?? 0) > 0 || (rbac.runner_roles?.length ?? 0) > 0;
   if (!restricted) return true;
   return Boolean(

@@ -8,6 +8,7 @@ import { badRequest, invalidInput, notFound } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { ChatbotRow } from "./chatbots.service";
 import type { FeedbackInput } from "./chatbots.schemas";
+import { deleteFiles } from "../../db/files";
 
 export type ConversationRow = typeof chatbotConversations.$inferSelect;
 
@@ -193,7 +194,7 @@ export async function deleteConversations(env: Env, ids: string[]): Promise<void
   for (const id of ids) {
     await database(env).delete(chatbotConversations).where(eq(chatbotConversations.id, id));
     const keys = await conversationStub(env, id).destroy();
-    if (keys.length > 0) await env.FILES.delete(keys);
+    await deleteFiles(env, keys);
   }
 }
 

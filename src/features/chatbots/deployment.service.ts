@@ -7,9 +7,7 @@ import {
   assertCanEdit,
   assertOrgUsers,
   getVisibleChatbot,
-  parseObject,
   saveChatbot,
-  type AccessSettings,
   type ChatbotRow,
   type ChatWorkspaceSettings,
   type DeploymentSettings,
@@ -47,7 +45,7 @@ function definedFields<T extends object>(input: T, skip: string[]): string[] {
 type Settings<T> = Omit<T, "chatbot_id">;
 
 function mergedDeployment(row: ChatbotRow, input: Settings<DeploymentInput>): DeploymentSettings {
-  const current = parseObject<DeploymentSettings>(row.deployment);
+  const current = row.deployment;
   // chatbot_id (on the settings routes) names the chatbot; it is not a setting.
   const { browser_extension: _ext, ...settings } = { ...input, chatbot_id: undefined };
   const next: DeploymentSettings = { ...current };
@@ -61,7 +59,7 @@ export async function deploy(env: Env, auth: AuthContext, input: DeploymentInput
   const changes: Partial<ChatbotRow> = {
     deployed: true,
     deployedAt: row.deployed ? row.deployedAt : new Date().toISOString(),
-    deployment: JSON.stringify(mergedDeployment(row, input)),
+    deployment: mergedDeployment(row, input),
   };
   if (input.browser_extension !== undefined) changes.browserExtension = input.browser_extension;
   return saveChatbot(env, auth, row, changes, "chatbot.deploy", definedFields(input, ["chatbot_id"]));
@@ -73,7 +71,7 @@ export async function undeploy(env: Env, auth: AuthContext, chatbotId: string): 
 }
 
 export function deploymentChanges(row: ChatbotRow, input: Settings<DeploymentInput>): Partial<ChatbotRow> {
-  const changes: Partial<ChatbotRow> = { deployment: JSON.stringify(mergedDeployment(row, input)) };
+  const changes: Partial<ChatbotRow> = { deployment: mergedDeployment(row, input) };
   if (input.browser_extension !== undefined) changes.browserExtension = input.browser_extension;
   return changes;
 }
@@ -98,32 +96,25 @@ export async function updateAccess(env: Env, auth: AuthContext, input: AccessInp
 }
 
 export async function accessChanges(row: ChatbotRow, input: Settings<AccessInput>): Promise<Partial<ChatbotRow>> {
-  const next = { ...parseObject<AccessSettings>(row.access) };
+  const next = { ...row.access };
   if (input.mode) next.mode = input.mode;
   if (input.password) next.password_hash = await hashPassword(input.password);
   if (input.allowed_origins) next.allowed_origins = input.allowed_origins.map((origin) => origin.replace(/\/$/, ""));
   if (input.rate_limit_per_minute) next.rate_limit_per_minute = input.rate_limit_per_minute;
   if (next.mode === "password" && !next.password_hash) throw badRequest("password: is required when mode is password");
-  return { access: JSON.stringify(next) };
+  return { access: next };
 }
 
 export async function updateRbac(env: Env, auth: AuthContext, input: RbacInput): Promise<ChatbotRow> {
   const row = await editable(env, auth, input.chatbot_id);
   await assertOrgUsers(env, auth, input.editors ?? [], "editors");
   await assertOrgUsers(env, auth, input.runners ?? [], "runners");
-  const next: RbacSettings = { ...parseObject<RbacSettings>(row.rbac) };
+  const next: RbacSettings = { ...row.rbac };
   if (input.editors) next.editors = [...new Set(input.editors)];
   if (input.editor_roles) next.editor_roles = [...new Set(input.editor_roles)];
   if (input.runners) next.runners = [...new Set(input.runners)];
   if (input.runner_roles) next.runner_roles = [...new Set(input.runner_roles)];
-  return saveChatbot(
-    env,
-    auth,
-    row,
-    { rbac: JSON.stringify(next) },
-    "chatbot.update_rbac",
-    definedFields(input, ["chatbot_id"]),
-  );
+  return saveChatbot(env, auth, row, { rbac: next }, "chatbot.update_rbac", definedFields(input, ["chatbot_id"]));
 }
 
 async function seal(env: Env, secret: string): Promise<string> {
@@ -149,7 +140,7 @@ export async function telephonyChanges(
   input: Settings<TelephonyInput>,
 ): Promise<Partial<ChatbotRow>> {
   assertMayChangeIntegration(auth, { auth_token: input.auth_token });
-  const next: TelephonySettings = { ...parseObject<TelephonySettings>(row.telephony) };
+  const next: TelephonySettings = { ...row.telephony };
   if (input.account_sid) next.account_sid = input.account_sid;
   if (input.phone_number) next.phone_number = input.phone_number;
   if (input.enabled !== undefined) next.enabled = input.enabled;
@@ -160,7 +151,7 @@ export async function telephonyChanges(
   }
   if (next.enabled && !(changes.telephonyTokenSealed ?? row.telephonyTokenSealed))
     throw badRequest("auth_token: is required to enable the telephony integration");
-  changes.telephony = JSON.stringify(next);
+  changes.telephony = next;
   return changes;
 }
 
@@ -187,7 +178,7 @@ export async function chatWorkspaceChanges(
     signing_secret: input.signing_secret,
     bot_token: input.bot_token,
   });
-  const next: ChatWorkspaceSettings = { ...parseObject<ChatWorkspaceSettings>(row.chatworkspace) };
+  const next: ChatWorkspaceSettings = { ...row.chatworkspace };
   if (input.team_id) next.team_id = input.team_id;
   if (input.api_base_url) next.api_base_url = input.api_base_url.replace(/\/$/, "");
   if (input.enabled !== undefined) next.enabled = input.enabled;
@@ -201,13 +192,13 @@ export async function chatWorkspaceChanges(
     throw badRequest("signing_secret: is required to enable the chat workspace integration");
   if (next.enabled && !(changes.chatworkspaceTokenSealed ?? row.chatworkspaceTokenSealed))
     throw badRequest("bot_token: is required to enable the chat workspace integration");
-  changes.chatworkspace = JSON.stringify(next);
+  changes.chatworkspace = next;
   return changes;
 }
 
 /** Whether visitors may attach documents and send audio: both on unless the owner switched them off. */
 export function visitorInputs(row: ChatbotRow): { uploads: boolean; speech: boolean } {
-  const deployment = parseObject<DeploymentSettings>(row.deployment);
+  const deployment = row.deployment;
   return { uploads: deployment.allow_uploads !== false, speech: deployment.speech_to_text !== false };
 }
 
@@ -218,8 +209,8 @@ export function visitorInputs(row: ChatbotRow): { uploads: boolean; speech: bool
  * shows only where audio can be answered.
  */
 export function publicProfile(row: ChatbotRow, canTranscribe: boolean) {
-  const deployment = parseObject<DeploymentSettings>(row.deployment);
-  const access = parseObject<AccessSettings>(row.access);
+  const deployment = row.deployment;
+  const access = row.access;
   return {
     _id: row.id,
     name: deployment.display_name ?? row.name,

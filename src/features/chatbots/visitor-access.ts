@@ -1,19 +1,13 @@
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { Env } from "../../env";
 import { database } from "../../db/client";
-import { chatbots } from "../../db/schema/chatbots";
+import { chatbotRateLimits, chatbots } from "../../db/schema/chatbots";
 import { users } from "../../db/schema/identity";
 import { AppError, notFound, rateLimited } from "../../lib/errors";
-import { hmacSha256Hex, sha256Hex, timingSafeEqual } from "../../lib/crypto";
-import { requireSecret } from "../../lib/config";
+import { sha256Hex } from "../../lib/crypto";
+import { signToken, verifyToken } from "../../lib/signed-token";
 import { newId } from "../../lib/ids";
-import {
-  canRun,
-  DEFAULT_RATE_LIMIT_PER_MINUTE,
-  parseObject,
-  type AccessSettings,
-  type ChatbotRow,
-} from "./chatbots.service";
+import { canRun, DEFAULT_RATE_LIMIT_PER_MINUTE, type AccessSettings, type ChatbotRow } from "./chatbots.service";
 
 /** Visitor sessions last a day; then the visitor starts a new one (and no longer sees the old conversations). */
 export const VISITOR_SESSION_TTL_SECONDS = 24 * 60 * 60;
@@ -34,7 +28,7 @@ export async function getDeployedChatbot(env: Env, chatbotId: string): Promise<C
 }
 
 export function accessOf(row: ChatbotRow): AccessSettings {
-  return parseObject<AccessSettings>(row.access);
+  return row.access;
 }
 
 /** Where a visitor request comes from, as the browser reports it. */
@@ -64,52 +58,48 @@ async function accessStamp(row: ChatbotRow): Promise<string> {
   return (await sha256Hex(`${access.mode ?? "public"}|${access.password_hash ?? ""}`)).slice(0, 16);
 }
 
-function signingKey(env: Env): string {
-  return `visitor-session|${requireSecret(env, "JWT_SECRET")}`;
-}
-
 export async function issueVisitorSession(
   env: Env,
   row: ChatbotRow,
   userId: string | null,
 ): Promise<{ token: string; session: VisitorSession }> {
+  const now = Math.floor(Date.now() / 1000);
   const session: VisitorSession = {
     chatbotId: row.id,
     visitorId: newId(),
     userId,
-    expiresAt: Math.floor(Date.now() / 1000) + VISITOR_SESSION_TTL_SECONDS,
+    expiresAt: now + VISITOR_SESSION_TTL_SECONDS,
   };
-  const payload = [
-    "vs1",
-    session.chatbotId,
-    session.visitorId,
-    userId ?? "-",
-    await accessStamp(row),
-    String(session.expiresAt),
-  ].join(".");
-  return { token: `${payload}.${await hmacSha256Hex(signingKey(env), payload)}`, session };
+  // `sub` is the signed-in member, as in an access token; the visitor audience keeps the two apart.
+  const claims = {
+    cb: session.chatbotId,
+    vid: session.visitorId,
+    sub: userId ?? undefined,
+    st: await accessStamp(row),
+  };
+  return { token: await signToken(env, "visitor", claims, VISITOR_SESSION_TTL_SECONDS, now), session };
 }
 
 const sessionRequired = (): AppError =>
   new AppError("unauthorized", "a valid visitor session is required: POST /chatbots/deployed/{chatbot_id}/session");
 
-/** Verifies a visitor session token for this chatbot: signature, expiry, and the current access settings. */
+/** Verifies a visitor session token for this chatbot: signature, audience, expiry, and the current access settings. */
 export async function verifyVisitorSession(env: Env, row: ChatbotRow, token: string): Promise<VisitorSession> {
-  const parts = token.split(".");
-  if (parts.length !== 7 || parts[0] !== "vs1") throw sessionRequired();
-  const payload = parts.slice(0, 6).join(".");
-  const expected = await hmacSha256Hex(signingKey(env), payload);
-  if (!timingSafeEqual(expected, parts[6])) throw sessionRequired();
-  const [, chatbotId, visitorId, userId, stamp, expires] = parts;
-  const expiresAt = Number(expires);
+  const claims = await verifyToken(env, "visitor", token);
   if (
-    chatbotId !== row.id ||
-    !Number.isFinite(expiresAt) ||
-    expiresAt < Date.now() / 1000 ||
-    stamp !== (await accessStamp(row))
+    !claims ||
+    claims.cb !== row.id ||
+    typeof claims.vid !== "string" ||
+    (claims.sub !== undefined && typeof claims.sub !== "string") ||
+    claims.st !== (await accessStamp(row))
   )
     throw sessionRequired();
-  const session: VisitorSession = { chatbotId, visitorId, userId: userId === "-" ? null : userId, expiresAt };
+  const session: VisitorSession = {
+    chatbotId: row.id,
+    visitorId: claims.vid,
+    userId: typeof claims.sub === "string" ? claims.sub : null,
+    expiresAt: Number(claims.exp),
+  };
   if (accessOf(row).mode === "members") {
     if (!session.userId) throw sessionRequired();
     // Checked on every request, not only when the session was issued: a member deleted, suspended,
@@ -132,13 +122,18 @@ export async function verifyVisitorSession(env: Env, row: ChatbotRow, token: str
  */
 export async function consumeRateLimit(env: Env, key: string, limit: number): Promise<void> {
   const window = Math.floor(Date.now() / 60_000);
-  const row = await env.DB.prepare(
-    `INSERT INTO chatbot_rate_limits (key, window_start, count) VALUES (?1, ?2, 1)
-     ON CONFLICT(key) DO UPDATE SET count = CASE WHEN window_start = ?2 THEN count + 1 ELSE 1 END, window_start = ?2
-     RETURNING count`,
-  )
-    .bind(key, window)
-    .first<{ count: number }>();
+  const [row] = await database(env)
+    .insert(chatbotRateLimits)
+    .values({ key, windowStart: window, count: 1 })
+    .onConflictDoUpdate({
+      target: chatbotRateLimits.key,
+      // SQLite evaluates every assignment against the row as it was, so the CASE sees the old window.
+      set: {
+        count: sql`CASE WHEN ${chatbotRateLimits.windowStart} = ${window} THEN ${chatbotRateLimits.count} + 1 ELSE 1 END`,
+        windowStart: window,
+      },
+    })
+    .returning({ count: chatbotRateLimits.count });
   const retryAfter = 60 - (Math.floor(Date.now() / 1000) % 60);
   if ((row?.count ?? 0) > limit)
     throw rateLimited("too many requests to this chatbot: try again in a minute", retryAfter);
@@ -165,6 +160,6 @@ export async function corsOriginFor(env: Env, path: string, origin: string): Pro
     .where(eq(chatbots.id, id))
     .limit(1);
   if (!rows[0]?.deployed) return null;
-  const allowed = parseObject<AccessSettings>(rows[0].access).allowed_origins ?? [];
+  const allowed = rows[0].access.allowed_origins ?? [];
   return allowed.length === 0 || allowed.includes(origin.replace(/\/$/, "")) ? origin : null;
 }

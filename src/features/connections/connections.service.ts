@@ -11,7 +11,8 @@ import { auditInsert } from "../audit/audit.service";
 import type { ConnectionCreateInput, ConnectionKind, ConnectionUpdateInput } from "./connections.schemas";
 
 type ConnectionRow = typeof connections.$inferSelect;
-export type ConnectionModels = Partial<Record<"chat" | "embedding" | "rerank" | "transcription", string>>;
+/** Default models by purpose, as the `models` column holds them. */
+export type ConnectionModels = ConnectionRow["models"];
 
 /** A connection as responses show it: the secret is write-only. */
 export function connectionRecord(row: ConnectionRow) {
@@ -22,8 +23,8 @@ export function connectionRecord(row: ConnectionRow) {
     baseUrl: row.baseUrl,
     hasSecret: row.secretSealed !== null,
     secretLastFour: row.secretLastFour,
-    models: JSON.parse(row.models) as ConnectionModels,
-    settings: JSON.parse(row.settings) as Record<string, unknown>,
+    models: row.models,
+    settings: row.settings,
     orgId: row.orgId,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
@@ -101,8 +102,8 @@ export async function createConnection(env: Env, auth: AuthContext, input: Conne
     baseUrl,
     secretSealed: secret?.secretSealed ?? null,
     secretLastFour: secret?.secretLastFour ?? null,
-    models: JSON.stringify(modelsFrom(input)),
-    settings: JSON.stringify(input.settings ?? {}),
+    models: modelsFrom(input),
+    settings: input.settings ?? {},
     createdBy: auth.userId,
     createdAt: now,
     updatedAt: now,
@@ -161,8 +162,8 @@ export async function updateConnection(env: Env, auth: AuthContext, input: Conne
   const changes: Partial<ConnectionRow> = {
     name: input.new_name ?? row.name,
     baseUrl,
-    models: JSON.stringify(modelsFrom(input, JSON.parse(row.models) as ConnectionModels)),
-    settings: input.settings ? JSON.stringify(input.settings) : row.settings,
+    models: modelsFrom(input, row.models),
+    settings: input.settings ?? row.settings,
     updatedAt: new Date().toISOString(),
   };
   if (secret) Object.assign(changes, secret);
@@ -231,8 +232,8 @@ async function resolved(env: Env, row: ConnectionRow): Promise<ResolvedConnectio
     kind: row.kind as ConnectionKind,
     baseUrl: row.baseUrl,
     secret: row.secretSealed ? await decryptSecret(row.secretSealed, requireSecret(env, "ENCRYPTION_KEY")) : null,
-    models: JSON.parse(row.models) as ConnectionModels,
-    settings: JSON.parse(row.settings) as Record<string, unknown>,
+    models: row.models,
+    settings: row.settings,
   };
 }
 

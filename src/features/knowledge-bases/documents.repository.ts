@@ -32,6 +32,8 @@ export function statementSpec(query: { toSQL(): { sql: string; params: unknown[]
  * Writes document rows with how their indexing ended, and audit entries, in one D1 batch (the
  * index object's coalesced writes). The rows travel as one JSON parameter, since D1 binds at
  * most 100 parameters per statement; a row already there (a retry) is updated, never doubled.
+ * This path bypasses drizzle's JSON column mode: `json_extract` of the row's `customMetadata`
+ * object gives its JSON text, which is what the column stores.
  */
 export async function recordDocuments(
   env: Env,

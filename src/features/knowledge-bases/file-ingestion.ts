@@ -24,6 +24,7 @@ import {
   type PreparedDocument,
 } from "./ingestion.service";
 import { MAX_FILES_PER_REQUEST, type IndexInput } from "./knowledge-bases.schemas";
+import { putFile } from "../../db/files";
 
 /** Content hashes looked up per D1 statement (D1 binds at most 100 parameters). */
 const HASHES_PER_LOOKUP = 90;
@@ -186,7 +187,7 @@ export async function indexFiles(
       size: file.size,
       contentHash: hashes[i],
       r2Key,
-      customMetadata: JSON.stringify(file.customMetadata),
+      customMetadata: file.customMetadata,
       status: "indexing",
       error: null,
       chunkCount: 0,
@@ -226,9 +227,9 @@ export async function indexFiles(
   }
   const originals = Promise.all(
     toR2.map(({ file, row }) =>
-      env.FILES.put(row.r2Key ?? "", file.bytes ?? new Uint8Array(), {
-        httpMetadata: { contentType: file.mimeType },
-        customMetadata: { name: file.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: row.id },
+      putFile(env, row.r2Key ?? "", file.bytes ?? new Uint8Array(), {
+        contentType: file.mimeType,
+        custom: { name: file.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: row.id },
       }),
     ),
   );

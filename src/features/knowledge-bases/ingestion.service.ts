@@ -8,6 +8,7 @@ import type { ChunkInput, IngestJob, IngestResult } from "./index/knowledge-base
 import { chunkText } from "./chunker";
 import { indexStub } from "./durable-object-vector-index";
 import { markDocumentIndexed } from "./documents.repository";
+import { putFile } from "../../db/files";
 
 /** Largest file Loom indexes, after base64 decoding. */
 export const MAX_FILE_BYTES = 20 * 1024 * 1024;
@@ -84,9 +85,9 @@ export async function indexOne(
   const now = new Date().toISOString();
   const r2Key = doc.bytes ? `knowledge-bases/${kb.id}/${id}/original` : null;
   if (r2Key && doc.bytes) {
-    await env.FILES.put(r2Key, doc.bytes, {
-      httpMetadata: { contentType: doc.mimeType },
-      customMetadata: { name: doc.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: id },
+    await putFile(env, r2Key, doc.bytes, {
+      contentType: doc.mimeType,
+      custom: { name: doc.name.slice(0, 200), knowledgeBaseId: kb.id, documentId: id },
     });
   }
   const row: KbDocumentRow = {
@@ -100,7 +101,7 @@ export async function indexOne(
     size: doc.size,
     contentHash,
     r2Key,
-    customMetadata: JSON.stringify(doc.customMetadata),
+    customMetadata: doc.customMetadata,
     status: doc.error ? "failed" : "indexing",
     error: doc.error ?? null,
     chunkCount: 0,

@@ -22,6 +22,7 @@ import { DEFAULT_EMBEDDING_MODEL, resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
 import { vectorIndexFor } from "./vector-backend";
 import type { DocumentsListFilters, KnowledgeBaseCreateInput } from "./knowledge-bases.schemas";
+import { deleteFiles, listFileKeys } from "../../db/files";
 
 export function knowledgeBaseRecord(row: KnowledgeBaseRow) {
   return {
@@ -48,7 +49,7 @@ export function documentRecord(row: KbDocumentRow) {
     status: row.status,
     error: row.error,
     chunkCount: row.chunkCount,
-    customMetadata: JSON.parse(row.customMetadata) as Record<string, unknown>,
+    customMetadata: row.customMetadata,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };
@@ -179,8 +180,8 @@ export async function deleteKnowledgeBase(env: Env, auth: AuthContext, id: strin
     if (chunks.length) await vectorize.deleteByIds(chunks);
   }
   await stub.destroy();
-  const keys = docs.map((d) => d.r2Key).filter((k): k is string => k !== null);
-  for (let i = 0; i < keys.length; i += 1000) await env.FILES.delete(keys.slice(i, i + 1000));
+  // Every original under the knowledge base's prefix too, so a file whose row was never written goes as well.
+  await deleteFiles(env, [...docs.map((d) => d.r2Key), ...(await listFileKeys(env, `knowledge-bases/${kb.id}/`))]);
   await db.batch([
     db.delete(kbDocuments).where(eq(kbDocuments.kbId, kb.id)),
     db.delete(knowledgeBases).where(eq(knowledgeBases.id, kb.id)),
@@ -258,8 +259,10 @@ export async function deleteDocuments(
   const { chunks } = await indexStub(env, kb.id).deleteDocuments(documentIds);
   const vectorize = vectorIndexFor(env, kb.id);
   if (vectorize && chunks.length) await vectorize.deleteByIds(chunks);
-  const keys = rows.map((r) => r.r2Key).filter((k): k is string => k !== null);
-  if (keys.length) await env.FILES.delete(keys);
+  await deleteFiles(
+    env,
+    rows.map((r) => r.r2Key),
+  );
   await db.batch([
     db.delete(kbDocuments).where(and(eq(kbDocuments.kbId, kb.id), inArray(kbDocuments.id, documentIds))),
     auditInsert(env, auth, {

@@ -1,4 +1,5 @@
 import type { Env } from "../../env";
+import { readFile } from "../../db/files";
 import { indexStub } from "./durable-object-vector-index";
 
 /**
@@ -12,9 +13,6 @@ export async function readOriginal(
   kbId: string,
   doc: { id: string; r2Key: string | null },
 ): Promise<Uint8Array | null> {
-  if (doc.r2Key) {
-    const object = await env.FILES.get(doc.r2Key);
-    return object ? new Uint8Array(await object.arrayBuffer()) : null;
-  }
+  if (doc.r2Key) return readFile(env, doc.r2Key);
   return indexStub(env, kbId).original(doc.id);
 }

@@ -101,7 +101,7 @@ async function placeholderDocument(env: Env, auth: AuthContext, kb: KnowledgeBas
     size: 0,
     contentHash: `crawl:${id}`,
     r2Key: null,
-    customMetadata: "{}",
+    customMetadata: {},
     status: "indexing" as const,
     error: null,
     chunkCount: 0,

@@ -6,6 +6,7 @@ import { indexOne, ingestDocument, type IngestTarget } from "./ingestion.service
 import { vectorIndexFor } from "./vector-backend";
 import { crawlFinished, crawlStep, PAGES_PER_STEP, startCrawl } from "./web-crawl";
 import { pagesToDocuments, RESCRAPE_PERIOD_MS, webFetch, type WebSourceRecord } from "./web-ingestion";
+import { deleteFiles } from "../../db/files";
 
 /**
  * The web sources of one knowledge base, kept in its index object's SQLite and advanced by that
@@ -203,8 +204,10 @@ export class WebSources {
     const { chunks } = await this.index.deleteDocuments(ids);
     const vectorize = vectorIndexFor(this.env, kbId);
     if (vectorize && chunks.length) await vectorize.deleteByIds(chunks);
-    const keys = rows.map((r) => r.r2Key).filter((k): k is string => k !== null);
-    if (keys.length) await this.env.FILES.delete(keys);
+    await deleteFiles(
+      this.env,
+      rows.map((r) => r.r2Key),
+    );
     await db.delete(kbDocuments).where(and(eq(kbDocuments.kbId, kbId), inArray(kbDocuments.id, ids)));
   }
 

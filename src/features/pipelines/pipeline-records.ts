@@ -43,16 +43,16 @@ export interface PipelineRecord {
 export function toRecord(row: PipelineRow): PipelineRecord {
   return {
     ...ownedRecordFields(row),
-    nodes: JSON.parse(row.nodes) as PipelineNode[],
-    edges: JSON.parse(row.edges) as PipelineEdge[],
+    nodes: row.nodes,
+    edges: row.edges,
     settings: {
       max_steps: DEFAULT_MAX_STEPS,
       node_timeout_seconds: DEFAULT_NODE_TIMEOUT_SECONDS,
-      ...(JSON.parse(row.settings) as Partial<PipelineSettings>),
+      ...row.settings,
     },
     version: row.version,
     branchId: row.branchId ?? row.id,
-    editor: row.editor ? (JSON.parse(row.editor) as EditorDocument) : null,
+    editor: row.editor ?? null,
   };
 }
 

@@ -170,12 +170,12 @@ export async function createPipeline(
         ownerId: auth.userId,
         name: input.name,
         description: input.description ?? "",
-        nodes: JSON.stringify(input.nodes),
-        edges: JSON.stringify(input.edges),
-        settings: JSON.stringify(settings),
+        nodes: input.nodes,
+        edges: input.edges,
+        settings,
         version: 1,
         branchId,
-        editor: input.editor ? JSON.stringify(input.editor) : null,
+        editor: input.editor ?? null,
         createdAt: now,
         updatedAt: now,
       }),
@@ -206,7 +206,7 @@ export async function updatePipeline(
   await checkRunTree(env, auth.orgId, graph, runLimits(env), id);
   const name = input.name ?? row.name;
   if (name !== row.name) await assertNameFree(env, auth.orgId, row.ownerId, name);
-  const settings = settingsOf(input, JSON.parse(row.settings) as Partial<PipelineSettings>);
+  const settings = settingsOf(input, row.settings);
   const updated = await writeUnique(
     () =>
       db
@@ -214,10 +214,10 @@ export async function updatePipeline(
         .set({
           name,
           description: input.description ?? row.description,
-          nodes: JSON.stringify(input.nodes),
-          edges: JSON.stringify(input.edges),
-          settings: JSON.stringify(settings),
-          editor: input.editor ? JSON.stringify(input.editor) : null,
+          nodes: input.nodes,
+          edges: input.edges,
+          settings,
+          editor: input.editor ?? null,
           version: sql`${pipelines.version} + 1`,
           updatedAt: new Date().toISOString(),
         })

@@ -38,7 +38,7 @@ async function loadChildren(env: Env, orgId: string, ids: string[], into: Map<st
       .select({ id: pipelines.id, nodes: pipelines.nodes })
       .from(pipelines)
       .where(and(eq(pipelines.orgId, orgId), inArray(pipelines.id, chunk)));
-    for (const row of rows) into.set(row.id, subPipelineIds(JSON.parse(row.nodes) as PipelineNode[]));
+    for (const row of rows) into.set(row.id, subPipelineIds(row.nodes));
     // A pipeline deleted since it was referenced starts nothing (its node fails at run time).
     for (const id of chunk) if (!into.has(id)) into.set(id, []);
   }

@@ -43,8 +43,8 @@ function toRecord(row: TransformationRow): TransformationRecord {
     ...ownedRecordFields(row),
     function_name: row.functionName,
     function: row.source,
-    inputs: JSON.parse(row.inputSchema) as IoSchema,
-    outputs: JSON.parse(row.outputSchema) as IoSchema,
+    inputs: row.inputSchema,
+    outputs: row.outputSchema,
     language: row.language,
   };
 }
@@ -117,8 +117,8 @@ export async function createTransformation(
       functionName,
       source: body.function,
       language: body.language,
-      inputSchema: JSON.stringify(inputSchema),
-      outputSchema: JSON.stringify(outputSchema),
+      inputSchema,
+      outputSchema,
       createdAt: now,
       updatedAt: now,
     });
@@ -206,8 +206,8 @@ export async function runTransformationWithLogs(
   inputs: Record<string, unknown>,
 ): Promise<{ result: Record<string, unknown>; logs: string[] }> {
   const row = await loadVisible(env, auth, id);
-  const inputSchema = schemaOrThrow(JSON.parse(row.inputSchema) as IoSchema, "input_schema");
-  const outputSchema = schemaOrThrow(JSON.parse(row.outputSchema) as IoSchema, "output_schema");
+  const inputSchema = schemaOrThrow(row.inputSchema, "input_schema");
+  const outputSchema = schemaOrThrow(row.outputSchema, "output_schema");
   const inputProblem = validateAgainst(inputSchema, inputs, "inputs");
   if (inputProblem) throw badRequest(inputProblem);
 

@@ -86,13 +86,7 @@ async function metadataKeysOf(env: Env, kbId: string): Promise<MetadataKey[]> {
     values.get("name")?.add(row.name);
     values.get("source")?.add(row.source);
     values.get("mime_type")?.add(row.mimeType);
-    let custom: Record<string, unknown> = {};
-    try {
-      custom = JSON.parse(row.custom) as Record<string, unknown>;
-    } catch {
-      // A document without readable metadata contributes no keys.
-    }
-    for (const [key, value] of Object.entries(custom)) {
+    for (const [key, value] of Object.entries(row.custom)) {
       const set = values.get(key) ?? new Set();
       if ((typeof value === "string" && value.length <= 100) || typeof value === "number" || typeof value === "boolean")
         set.add(value);
