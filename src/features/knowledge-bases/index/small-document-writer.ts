@@ -56,11 +56,14 @@ export class SmallDocumentWriter {
    * The D1 rows wait in `finished`, committed with the chunks, until D1 has them, so a document
    * is never searchable without its row for longer than the alarm's retry.
    */
-  async ingest(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
+  async ingest(jobs: DocumentJob[], audit?: StatementSpec, heldElsewhere = 0): Promise<IngestResult[]> {
     const limit = maxChunksPerKnowledgeBase(this.host.env);
-    let held = this.host.sql
-      .exec<{ n: number }>("SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM pending) AS n")
-      .one().n;
+    // heldElsewhere: what the knowledge base's other shards hold (shard-map.ts), since the limit is the whole base's.
+    let held =
+      heldElsewhere +
+      this.host.sql
+        .exec<{ n: number }>("SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM pending) AS n")
+        .one().n;
     const outcomes: (IngestResult | undefined)[] = jobs.map((job) => {
       if (job.chunks.length > STEP_CHUNKS)
         return {
