@@ -88,7 +88,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.keywords = new KeywordScorer(ctx.storage);
     this.retriever = new ChunkRetriever(this.sql, this.vectors, this.keywords);
     ownSchema(ctx, KNOWLEDGE_BASE_INDEX_SCHEMA);
-    this.stages = new ShardStages(this.sql, this.vectors, this.keywords, this.retriever, () => this.indexingBacklog());
+    this.stages = new ShardStages(this.vectors, this.keywords, this.retriever, () => this.indexingBacklog());
     this.splitter = new ShardSplitter({
       sql: this.sql,
       storage: ctx.storage,

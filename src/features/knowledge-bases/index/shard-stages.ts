@@ -1,6 +1,4 @@
 import type { FilterNode } from "../metadata-filter";
-import { matchesFilter } from "../metadata-filter";
-import { matchExpression } from "./keyword-query";
 import { feedbackWords } from "./keyword-feedback";
 import { leadingTitle } from "./title-boost";
 import type { Scored } from "./hybrid-search";
@@ -59,7 +57,6 @@ export type StageOf<K extends StageKind> = Extract<StageRequest, { kind: K }>;
 
 export class ShardStages {
   constructor(
-    private readonly sql: SqlStorage,
     private readonly vectors: VectorStore,
     private readonly keywords: KeywordScorer,
     private readonly retriever: ChunkRetriever,
@@ -83,12 +80,8 @@ export class ShardStages {
           .scoreStems(new Map(r.stems), r.depth, this.allowed(r.filter), r.stats)
           .map((h) => ({ id: h.rowid, score: h.score }));
       case "vector":
-        // No filter and no pool: the caller chose the exact path for a filter that admits few rows.
-        return this.vectors.scan(
-          r.vector,
-          r.pool,
-          this.allowed(r.filter) ?? (r.pool === undefined ? new Set() : undefined),
-        );
+        // Without a pool the caller chose the exact path (a filter admitting few rows of the whole base).
+        return this.vectors.scan(r.vector, r.pool, this.allowed(r.filter));
       case "vectorHits":
         return this.retriever.rowidsOfHits(r.hits, this.allowed(r.filter));
       case "feedback":
@@ -142,10 +135,3 @@ export class ShardStages {
     return this.retriever.allowedRowids(filter).size;
   }
 }
-
-/** Confirms a chunk against the filter's predicate form, as ChunkRetriever.retrieve does. */
-export function admitted(filter: FilterNode | undefined, chunk: StoredChunk): boolean {
-  return !filter || matchesFilter(filter, chunk.metadata);
-}
-
-export { matchExpression };
