@@ -4,6 +4,7 @@ import { seedOrg } from "../helpers";
 import { createKb, query, send, type Body } from "./kb-fixtures";
 import { forceSmallShards, indexBatches, shardMap, shardStub, splitUntilSettled } from "./shard-fixtures";
 import type { ShardMap } from "../../src/features/knowledge-bases/index/shard-map";
+import type { StageOf } from "../../src/features/knowledge-bases/index/shard-stages";
 
 /** Documents sharing one word ("report"), so a keyword query for it answers every chunk. */
 function reports(n: number, offset = 0): { name: string; text: string; meta: Body }[] {
@@ -128,6 +129,25 @@ describe("sharded knowledge bases", () => {
     expect(all).toHaveLength(32);
     const final = await query(key, kb, everything);
     expect(final.items).toHaveLength(32);
+  });
+
+  it("tells a caller holding the map from before a split that it is stale, so it starts over", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    await indexBatches(key, kb, reports(20));
+    const before = await shardMap(kb);
+    await forceSmallShards(kb, 12, 5);
+    const after = await splitUntilSettled(kb);
+    expect(after.version).toBeGreaterThan(before.version);
+    const stats: StageOf<"stats"> = { kind: "stats", words: ["report"], frequencies: false, stems: [] };
+    // Shard 0 gave half its range away: asked for the whole range it says so instead of answering for less.
+    const old = before.shards[0];
+    expect(await shardStub(kb, 0).stage({ lo: old.lo, hi: old.hi }, stats)).toEqual({ stale: true });
+    const now = after.shards[0];
+    expect(await shardStub(kb, 0).stage({ lo: now.lo, hi: now.hi }, stats)).toMatchObject({ stale: false });
+    const q = await query(key, kb, everything);
+    expect(q.items).toHaveLength(20);
   });
 
   it("answers partial: true naming a shard that fails, with what the other shards found", async () => {
