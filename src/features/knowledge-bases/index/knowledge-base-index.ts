@@ -28,6 +28,7 @@ import {
   type SplitProgress,
 } from "./shard-splitter";
 import { shardName, type ShardMap } from "./shard-map";
+import { readCopies, writeCopies } from "./shard-copies";
 import { rpcStub, type RpcSurface } from "../../../durable-objects/rpc-stub";
 
 type KnowledgeBaseIndexPeer = RpcSurface<KnowledgeBaseIndex>;
@@ -93,7 +94,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       sql: this.sql,
       storage: ctx.storage,
       env,
-      readDocuments: (ids) => this.readDocuments(ids),
+      readDocuments: (ids) => readCopies(this.sql, this.vectors, ids),
       removeDocuments: (ids) => {
         this.removeRowsOf(ids);
       },
@@ -363,62 +364,12 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     return this.splitter.step();
   }
 
-  /** Chunks a split copies here: each document's chunks replace what this shard held of it, keeping their rowids when free. */
+  /** Chunks a split copies here: each document's chunks replace what this shard held of it (shard-copies.ts). */
   async acceptCopies(documentIds: string[], chunks: CopiedChunk[]): Promise<void> {
     this.ctx.storage.transactionSync(() => {
       this.removeRowsOf(documentIds);
-      this.keywords.invalidate();
-      const lengths: { rowid: number; tokens: number | null }[] = [];
-      const vectors: { rowid: number; values: number[] }[] = [];
-      for (const c of chunks) {
-        const free = this.sql.exec("SELECT 1 FROM items WHERE rowid = ?", c.rowid).toArray().length === 0;
-        const rowid = this.sql
-          .exec<{ rowid: number }>(
-            "INSERT INTO items (rowid, id, document_id, position, text, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING rowid",
-            free ? c.rowid : null,
-            c.id,
-            c.documentId,
-            c.position,
-            c.text,
-            c.metadata,
-            c.tokens,
-          )
-          .one().rowid;
-        if (c.text) this.sql.exec("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", rowid, c.text);
-        lengths.push({ rowid, tokens: c.text ? (c.tokens ?? wordCount(c.text)) : null });
-        if (c.values) vectors.push({ rowid, values: c.values });
-      }
-      this.keywords.recordLengths(lengths);
-      this.vectors.write(vectors);
+      writeCopies(this.sql, this.keywords, this.vectors, chunks);
     });
-  }
-
-  private readDocuments(documentIds: string[]): CopiedChunk[] {
-    const out: CopiedChunk[] = [];
-    for (const documentId of documentIds)
-      for (const r of this.sql.exec<{
-        rowid: number;
-        id: string;
-        document_id: string;
-        position: number;
-        text: string | null;
-        metadata: string;
-        tokens: number | null;
-      }>(
-        "SELECT rowid, id, document_id, position, text, metadata, tokens FROM items WHERE document_id = ?",
-        documentId,
-      ))
-        out.push({
-          rowid: r.rowid,
-          id: r.id,
-          documentId: r.document_id,
-          position: r.position,
-          text: r.text,
-          metadata: r.metadata,
-          tokens: r.tokens,
-          values: this.vectors.valuesOf(r.rowid),
-        });
-    return out;
   }
 
   private peer(kbId: string, index: number): KnowledgeBaseIndexPeer {
