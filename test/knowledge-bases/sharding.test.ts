@@ -1,4 +1,4 @@
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { createKb, query, send, type Body } from "./kb-fixtures";
@@ -129,6 +129,25 @@ describe("sharded knowledge bases", () => {
     expect(all).toHaveLength(32);
     const final = await query(key, kb, everything);
     expect(final.items).toHaveLength(32);
+  });
+
+  it("splits from the shard's alarm once past its threshold, with no caller driving it", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    await indexBatches(key, kb, reports(24));
+    // Not manual: configuring schedules the alarm, and each alarm run is one step of the split.
+    await shardStub(kb, 0).configureSharding({ splitChunks: 16, batchChunks: 4 });
+    let map = await shardMap(kb);
+    for (let i = 0; i < 500 && map.shards.length === 1; i++) {
+      await runDurableObjectAlarm(shardStub(kb, 0));
+      map = await shardMap(kb);
+    }
+    expect(map.shards.length).toBeGreaterThan(1);
+    const q = await query(key, kb, everything);
+    expect(q.items).toHaveLength(24);
+    const held = await chunksByShard(kb, map);
+    expect([...held.values()].reduce((a, docs) => a + docs.size, 0)).toBe(24);
   });
 
   it("tells a caller holding the map from before a split that it is stale, so it starts over", async () => {
