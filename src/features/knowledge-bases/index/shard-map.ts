@@ -1,8 +1,8 @@
 /**
  * How a knowledge base's chunks are spread over its index objects (shards). A document's chunks
  * all live in one shard, chosen by a 32-bit hash of the document id: each shard owns a range of
- * hashes, so a document's writes and its deletion reach one object, and a shard splits by halving
- * its range. Shard 0 is the object named by the knowledge base id (every index made before
+ * hashes, so a document's writes and its deletion reach one object, and a shard splits by cutting
+ * its range in two. Shard 0 is the object named by the knowledge base id (every index made before
  * sharding is shard 0 of a one-shard map) and holds the map (shard-splitter.ts).
  */
 export interface ShardInfo {

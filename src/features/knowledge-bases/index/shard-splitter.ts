@@ -22,7 +22,7 @@ export interface ShardSelf {
   config: ShardConfig;
 }
 
-/** A split in progress: documents with hashes in [mid, hi) are copied to `target`, then the map moves them there. */
+/** A split in progress: documents with hashes in [mid, hi) are copied to `target`, then the map moves them there (mid: the chunks' median). */
 interface SplitState {
   target: number;
   mid: number;
@@ -66,8 +66,8 @@ export const DEFAULT_SPLIT_CHUNKS = 100_000;
 const DEFAULT_BATCH_CHUNKS = 500;
 
 /**
- * A shard's place in its knowledge base and its online split. A shard past its threshold halves
- * its hash range: the upper half's documents are copied to a new shard in steps while this shard
+ * A shard's place in its knowledge base and its online split. A shard past its threshold cuts
+ * its hash range where half its chunks lie on each side: the upper part's documents are copied to a new shard in steps while this shard
  * keeps answering for all of them (writes to a document already copied mark it to copy again);
  * once nothing is left, the shard seals the range (writes to it go to the new shard), shard 0
  * commits the new map, and this shard drops the copied documents the moment a caller shows it
@@ -195,7 +195,34 @@ export class ShardSplitter {
 
   private overThreshold(self: ShardSelf): boolean {
     if (self.hi - self.lo < 2) return false;
-    return this.host.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items").one().n > this.threshold(self);
+    const chunks = this.host.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items").one().n;
+    // A shard found unsplittable (one document holds most of it) is looked at again only once it grows.
+    return chunks > this.threshold(self) && chunks > (this.read<number>("unsplittable_at") ?? -1);
+  }
+
+  /**
+   * Where to cut this shard's range so each side holds about half its chunks: the hash of the
+   * document at which the chunks counted in hash order pass half. Undefined when no cut leaves
+   * chunks on both sides (one document holds the shard), so it does not split into empty shards.
+   */
+  private midpoint(self: ShardSelf): number | undefined {
+    const documents = this.host.sql
+      .exec<{ d: string; n: number }>(
+        "SELECT document_id AS d, count(*) AS n FROM items WHERE document_id IS NOT NULL GROUP BY document_id",
+      )
+      .toArray()
+      .map((r) => ({ hash: documentHash(r.d), n: r.n }))
+      .sort((a, b) => a.hash - b.hash);
+    const total = documents.reduce((a, d) => a + d.n, 0);
+    let below = 0;
+    let previous = -1;
+    for (const d of documents) {
+      // A cut at a hash another document below shares would move that one too: cut between distinct hashes only.
+      if (below > 0 && below + d.n / 2 >= total / 2 && d.hash > previous && d.hash > self.lo) return d.hash;
+      below += d.n;
+      previous = d.hash;
+    }
+    return undefined;
   }
 
   /** One step of a split (starting one when this shard is past its threshold); one at a time. */
@@ -216,9 +243,13 @@ export class ShardSplitter {
     const kbId = self.kbId;
     if (!split) {
       if (!this.overThreshold(self)) return "idle";
+      const mid = this.midpoint(self);
+      if (mid === undefined) {
+        this.write("unsplittable_at", this.host.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items").one().n);
+        return "idle";
+      }
       const shard0 = this.host.peer(kbId, 0);
       const target = self.index === 0 ? this.allocate() : await shard0.allocateShard();
-      const mid = self.lo + Math.floor((self.hi - self.lo) / 2);
       await this.host.peer(kbId, target).initShard({
         kbId,
         index: target,
