@@ -77,8 +77,10 @@ export interface Env {
   VECTORIZE?: Vectorize;
   /** "durable-object" (default) or "vectorize". */
   KB_VECTOR_BACKEND?: string;
-  /** Chunks one knowledge base may hold (default 200,000, or 1,000,000 with Vectorize). */
+  /** Chunks one knowledge base may hold across its shards (default 10,000,000, or 1,000,000 with Vectorize). */
   KB_MAX_CHUNKS?: string;
+  /** Chunks one index shard holds before it splits in two (default 100000). */
+  KB_SHARD_SPLIT_CHUNKS?: string;
   /**
    * Optional: a Worker (an egress proxy) through which knowledge-base web pages (`url_data`) are
    * fetched, after the SSRF guard has checked each URL; unset, they are fetched directly.

@@ -31,13 +31,14 @@ export function intSetting(value: string | undefined, fallback: number): number 
 }
 
 /**
- * Chunks one knowledge base may hold. With Loom's own vector index its vectors live in one Durable
- * Object's memory (128 MB in production): 200k int8 vectors of 256 dimensions take ~52 MB next to
- * the keyword caches. With Vectorize only the chunks and the keyword index are held there.
+ * Chunks one knowledge base may hold. With Loom's own vector index the base is split over index
+ * shards (each a Durable Object splitting past KB_SHARD_SPLIT_CHUNKS, its vectors in that object's
+ * 128 MB), so the limit is the whole base's, not one object's. With Vectorize the index's own
+ * limit applies.
  */
 export function maxChunksPerKnowledgeBase(env: Env): number {
   const vectorize = (env.KB_VECTOR_BACKEND ?? "durable-object") === "vectorize";
-  return intSetting(env.KB_MAX_CHUNKS, vectorize ? 1_000_000 : 200_000);
+  return intSetting(env.KB_MAX_CHUNKS, vectorize ? 1_000_000 : 10_000_000);
 }
 
 /**

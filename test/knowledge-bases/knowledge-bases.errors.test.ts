@@ -79,8 +79,8 @@ describe("knowledge bases: indexing errors", () => {
     const { key, kb } = await ownerKb();
     await indexText(key, kb, "kept.txt", "Glaciers carve valleys over thousands of years.");
     const stub = env.KB_INDEX.get(env.KB_INDEX.idFromName(kb));
-    // 200,000 chunks is the default limit with Loom's own vector index (KB_MAX_CHUNKS).
-    const limit = env.KB_VECTOR_BACKEND === "vectorize" ? 1_000_000 : 200_000;
+    // 10,000,000 chunks is the default limit with Loom's own (sharded) index (KB_MAX_CHUNKS).
+    const limit = env.KB_VECTOR_BACKEND === "vectorize" ? 1_000_000 : 10_000_000;
     const chunk = { id: "x-0", documentId: "x", position: 0, text: "Too many chunks.", metadata: {} };
     const result = await stub.ingest(
       { kbId: kb, documentId: "x", embeddingModel: "loom/static-use-256", chunks: [chunk] },

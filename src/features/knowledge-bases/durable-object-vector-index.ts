@@ -1,10 +1,9 @@
 import type { Env } from "../../env";
-import type { KnowledgeBaseIndex } from "./index/knowledge-base-index";
-import { rpcStub, type RpcSurface } from "../../durable-objects/rpc-stub";
+import { ShardedKnowledgeBaseIndex } from "./sharded-index";
 
-export type KnowledgeBaseIndexRpc = RpcSurface<KnowledgeBaseIndex>;
+export type KnowledgeBaseIndexRpc = ShardedKnowledgeBaseIndex;
 
-/** The one place that reaches a knowledge base's Durable Object. */
+/** The one place that reaches a knowledge base's index: its shards, through one router (sharded-index.ts). */
 export function indexStub(env: Env, kbId: string): KnowledgeBaseIndexRpc {
-  return rpcStub(env.KB_INDEX, kbId);
+  return new ShardedKnowledgeBaseIndex(env, kbId);
 }

@@ -98,6 +98,14 @@ export const KnowledgeBaseQueryResult = z
       description:
         "Present only while documents of this knowledge base are still indexing: how many documents, and how many of their chunks, this answer could not search yet. Absent means everything indexed was searched.",
     }),
+    partial: z.literal(true).optional().openapi({
+      description:
+        "Present only when a shard of this knowledge base's index failed or timed out: the answer holds what the other shards found, and `missing_shards` says which part is missing.",
+    }),
+    missing_shards: z
+      .array(z.object({ shard: z.number().int(), reason: z.enum(["failed", "timeout"]) }))
+      .optional()
+      .openapi({ description: "With `partial`: the shards whose chunks this answer could not search, and why." }),
     generated_filter: z
       .union([z.object({ applied: z.record(z.string(), z.unknown()) }), z.object({ rejected: z.string() })])
       .optional(),

@@ -13,6 +13,7 @@ import {
 import type { Scored } from "./index/hybrid-search";
 import { resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
+import type { MissingShard } from "./shard-scatter";
 import { visibleKnowledgeBase } from "./knowledge-bases.service";
 import { vectorIndexFor } from "./vector-backend";
 import type { QueryInput } from "./knowledge-bases.schemas";
@@ -77,6 +78,9 @@ export interface QueryResult {
   summaries?: Record<string, string>;
   /** Present while documents are still indexing: what this answer could not search yet. */
   indexing?: IndexingBacklog;
+  /** Present when a shard failed or timed out: the answer lacks its chunks (missing_shards names it). */
+  partial?: true;
+  missing_shards?: MissingShard[];
 }
 
 /** Plug-in points for the steps that need a model; each is optional until a provider layer fills it. */
@@ -273,11 +277,16 @@ export async function executePlan(env: Env, plan: QueryPlan, hooks: QueryHooks):
     maxDocuments: plan.maxDocuments,
     groupByKey: plan.groupByKey,
   };
-  const { ranked, pageTexts, indexing } = await indexStub(env, plan.kb.id).retrieve(request);
+  const { ranked, pageTexts, indexing, partial } = await indexStub(env, plan.kb.id).retrieve(request);
   let items = groupInto(plan.unit, ranked, new Map(pageTexts)).slice(0, plan.topK);
   if (plan.config.rerank_documents && hooks.rerank) items = await hooks.rerank(plan, items);
 
-  const result: QueryResult = { [plan.unit]: items, queries, ...(indexing ? { indexing } : {}) };
+  const result: QueryResult = {
+    [plan.unit]: items,
+    queries,
+    ...(indexing ? { indexing } : {}),
+    ...(partial ? { partial: true, missing_shards: partial.missing } : {}),
+  };
   if (plan.formatContext) Object.assign(result, formatContext(items));
   if (plan.config.do_advanced_qa && hooks.answer) result.response = await hooks.answer(plan, items);
   if (plan.config.generate_ai_doc_summaries && hooks.summarize) result.summaries = await hooks.summarize(plan, items);

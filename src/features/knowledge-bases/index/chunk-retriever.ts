@@ -29,7 +29,7 @@ export interface KeywordHit {
   score: number;
 }
 
-type ChunkRow = {
+export type ChunkRow = {
   rowid: number;
   id: string;
   document_id: string | null;
@@ -38,7 +38,7 @@ type ChunkRow = {
   metadata: string;
 };
 
-function toChunk(r: Omit<ChunkRow, "rowid">): StoredChunk {
+export function toChunk(r: Omit<ChunkRow, "rowid">): StoredChunk {
   return {
     id: r.id,
     documentId: r.document_id ?? "",
@@ -61,7 +61,7 @@ export class ChunkRetriever {
   ) {}
 
   /** The rowids the filter admits, read by its SQL form. */
-  private allowedRowids(filter: FilterNode): Set<number> {
+  allowedRowids(filter: FilterNode): Set<number> {
     const where = filterToSql(filter);
     const rows = this.sql
       .exec<{ rowid: number }>(`SELECT rowid FROM items WHERE ${where.sql}`, ...where.params)
@@ -70,7 +70,7 @@ export class ChunkRetriever {
   }
 
   /** Some rows by rowid, in batches under SQLite's parameter limit. */
-  private rowsByRowid(rowids: number[], columns: string): ChunkRow[] {
+  rowsByRowid(rowids: number[], columns: string): ChunkRow[] {
     const out: ChunkRow[] = [];
     for (let i = 0; i < rowids.length; i += IN_BATCH) {
       const part = rowids.slice(i, i + IN_BATCH);
@@ -221,7 +221,7 @@ export class ChunkRetriever {
   }
 
   /** Vector matches given by chunk id (from a Vectorize index), as rowids the filter admits. */
-  private rowidsOfHits(hits: Scored[], allowed: Set<number> | undefined): Scored<number>[] {
+  rowidsOfHits(hits: Scored[], allowed: Set<number> | undefined): Scored<number>[] {
     const rowidOf = new Map<string, number>();
     for (let i = 0; i < hits.length; i += IN_BATCH) {
       const part = hits.slice(i, i + IN_BATCH).map((h) => h.id);
@@ -308,7 +308,7 @@ export class ChunkRetriever {
   }
 
   /** The whole text of each page some ranked chunks come from. */
-  private pageTexts(ranked: RankedChunk[]): [string, string][] {
+  pageTexts(ranked: RankedChunk[]): [string, string][] {
     const pages = new Set(ranked.map(({ chunk }) => pageKey(chunk)));
     const texts = new Map<string, string>();
     for (const documentId of new Set(ranked.map(({ chunk }) => chunk.documentId))) {

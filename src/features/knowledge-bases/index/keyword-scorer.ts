@@ -15,6 +15,13 @@ const MAX_STORED_TOTAL = 4_000_000;
 
 class Rollback extends Error {}
 
+/** The collection statistics BM25 weighs by: chunks in the keyword index, their total length, stems' document frequencies. */
+export interface KeywordStats {
+  chunks: number;
+  total: number;
+  df: Record<string, number>;
+}
+
 /** Words as FTS5's unicode61 tokenizer counts them: the document length BM25 normalises by. */
 export function wordCount(text: string): number {
   let n = 0;
@@ -23,7 +30,7 @@ export function wordCount(text: string): number {
 }
 
 /** FTS5's bm25() idf: ln((N - df + 0.5) / (df + 0.5)), floored at 1e-6 so a term in most chunks still counts a little. */
-function bm25Idf(chunks: number, df: number): number {
+export function bm25Idf(chunks: number, df: number): number {
   const idf = Math.log((chunks - df + 0.5) / (df + 0.5));
   return idf > 0 ? idf : 1e-6;
 }
@@ -171,6 +178,12 @@ export class KeywordScorer {
     return bm25Idf(count, df);
   }
 
+  /** What BM25 needs about the whole index for some stems: chunks, their total length, each stem's df. */
+  collectionStats(stems: string[]): KeywordStats {
+    const { count, total } = this.chunkLengths();
+    return { chunks: count, total, df: Object.fromEntries(stems.map((s) => [s, this.postingsOf(s).rows.length])) };
+  }
+
   /** Chunks in the keyword index, and how many hold a stem (its posting list's length). */
   stemFrequency(stem: string): { chunks: number; df: number } {
     return { chunks: this.chunkLengths().count, df: this.postingsOf(stem).rows.length };
@@ -277,15 +290,21 @@ export class KeywordScorer {
 
   /**
    * The `topK` chunks by query-weighted BM25: each stem's BM25 contribution times its query weight
-   * (how often the query says it, or its weight in a feedback-expanded query).
+   * (how often the query says it, or its weight in a feedback-expanded query). A shard of a
+   * sharded knowledge base scores with the whole base's `stats` (shard-stages.ts), so its scores
+   * are the ones one index would give.
    */
   scoreStems(
     stems: Map<string, number>,
     topK: number,
     allowed: Set<number> | undefined,
+    stats?: KeywordStats,
   ): { rowid: number; score: number }[] {
-    const { byRowid, count, total } = this.chunkLengths();
-    if (count === 0 || stems.size === 0) return [];
+    const lengths = this.chunkLengths();
+    const { byRowid } = lengths;
+    const count = stats ? stats.chunks : lengths.count;
+    const total = stats ? stats.total : lengths.total;
+    if (lengths.count === 0 || count === 0 || stems.size === 0) return [];
     const avgdl = total / count;
     if (this.scoreBuffer.length < byRowid.length) this.scoreBuffer = new Float64Array(byRowid.length);
     const scores = this.scoreBuffer;
@@ -293,7 +312,7 @@ export class KeywordScorer {
     for (const [stem, weight] of stems) {
       const { rows, tfs } = this.postingsOf(stem);
       if (rows.length === 0 || !(weight > 0)) continue;
-      const w = bm25Idf(count, rows.length) * weight * (BM25_K1 + 1);
+      const w = bm25Idf(count, stats ? (stats.df[stem] ?? rows.length) : rows.length) * weight * (BM25_K1 + 1);
       for (let i = 0; i < rows.length; i++) {
         const rowid = rows[i];
         // 0: no stored length, so not a keyword row this scorer knows (never expected; never scored as length -1).

@@ -40,4 +40,11 @@ export const KNOWLEDGE_BASE_INDEX_SCHEMA: readonly SchemaMigration[] = [
     // Small documents' originals, kept beside their chunks instead of one R2 object each (issue 14).
     sql.exec("CREATE TABLE IF NOT EXISTS originals (document_id TEXT PRIMARY KEY, bytes BLOB NOT NULL)");
   },
+  (sql) => {
+    // Sharding (shard-splitter.ts): this shard's place, the map (shard 0), and a split's documents left to copy.
+    sql.exec(`
+      CREATE TABLE IF NOT EXISTS shard_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS split_documents (document_id TEXT PRIMARY KEY);
+    `);
+  },
 ];

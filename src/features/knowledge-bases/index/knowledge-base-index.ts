@@ -19,6 +19,20 @@ import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "./knowledge-base-index.schema";
 import { applyMigrations, ownSchema } from "../../../durable-objects/sqlite-schema";
 import { SmallDocumentWriter, type ItemInput } from "./small-document-writer";
 import { STEP_CHUNKS } from "./index-limits";
+import { ShardStages, type StageKind, type StageOf, type StageResults } from "./shard-stages";
+import {
+  ShardSplitter,
+  type CopiedChunk,
+  type CopiedOriginal,
+  type ShardConfig,
+  type ShardSelf,
+  type SplitProgress,
+} from "./shard-splitter";
+import { shardName, type ShardMap } from "./shard-map";
+import { readCopies, writeCopies } from "./shard-copies";
+import { rpcStub, type RpcSurface } from "../../../durable-objects/rpc-stub";
+
+type KnowledgeBaseIndexPeer = RpcSurface<KnowledgeBaseIndex>;
 
 /** How long after a failed D1 report the alarm retries it. */
 const RESUME_AFTER_MS = 30_000;
@@ -67,6 +81,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly retriever: ChunkRetriever;
   private readonly web: WebSources;
   private readonly writer: SmallDocumentWriter;
+  private readonly stages: ShardStages;
+  private readonly splitter: ShardSplitter;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -76,6 +92,24 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.keywords = new KeywordScorer(ctx.storage);
     this.retriever = new ChunkRetriever(this.sql, this.vectors, this.keywords);
     ownSchema(ctx, KNOWLEDGE_BASE_INDEX_SCHEMA);
+    this.stages = new ShardStages(this.vectors, this.keywords, this.retriever, () => this.indexingBacklog());
+    this.splitter = new ShardSplitter({
+      sql: this.sql,
+      storage: ctx.storage,
+      env,
+      readDocuments: (ids) => readCopies(this.sql, this.vectors, ids),
+      readOriginals: (ids) =>
+        ids.flatMap((documentId) =>
+          this.sql
+            .exec<{ bytes: ArrayBuffer }>("SELECT bytes FROM originals WHERE document_id = ?", documentId)
+            .toArray()
+            .map((r) => ({ documentId, bytes: new Uint8Array(r.bytes) })),
+        ),
+      removeDocuments: (ids) => {
+        this.removeRowsOf(ids);
+      },
+      peer: (kbId, index) => this.peer(kbId, index),
+    });
     this.writer = new SmallDocumentWriter({
       sql: this.sql,
       storage: ctx.storage,
@@ -94,6 +128,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   private upsertItems(items: ItemInput[]): number[] {
     this.keywords.invalidate();
+    this.splitter.touched([...new Set(items.flatMap((i) => (i.documentId === null ? [] : [i.documentId])))]);
     const rowids: number[] = [];
     const lengths: { rowid: number; tokens: number | null }[] = [];
     const vectors: { rowid: number; values: ArrayLike<number> }[] = [];
@@ -173,17 +208,19 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   async deleteDocuments(documentIds: string[]): Promise<{ chunks: string[] }> {
     const removed: string[] = [];
     this.ctx.storage.transactionSync(() => {
+      this.splitter.touched(documentIds);
+      removed.push(...this.removeRowsOf(documentIds));
       for (const documentId of documentIds) {
-        const rows = this.sql
-          .exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", documentId)
-          .toArray();
-        this.deleteRows(rows.map((r) => r.rowid));
-        removed.push(...rows.map((r) => r.id));
         this.sql.exec("DELETE FROM pending WHERE document_id = ?", documentId);
         this.sql.exec("DELETE FROM finished WHERE document_id = ?", documentId);
         this.sql.exec("DELETE FROM originals WHERE document_id = ?", documentId);
       }
     });
+    // Documents another shard owns now (a split this caller had not seen): deleted there too.
+    for (const [index, ids] of this.elsewhere(documentIds, (id) => id)) {
+      const { chunks } = await this.peerOf(index).deleteDocuments(ids);
+      removed.push(...chunks);
+    }
     return { chunks: removed };
   }
 
@@ -193,6 +230,21 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       .exec<{ bytes: ArrayBuffer }>("SELECT bytes FROM originals WHERE document_id = ?", documentId)
       .toArray()[0];
     return row ? new Uint8Array(row.bytes) : null;
+  }
+
+  /** Removes some documents' chunks, keyword entries and vectors (inside the caller's transaction). */
+  private removeRowsOf(documentIds: string[]): string[] {
+    const removed: string[] = [];
+    for (const documentId of documentIds) {
+      const rows = this.sql
+        .exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", documentId)
+        .toArray();
+      if (rows.length) this.deleteRows(rows.map((r) => r.rowid));
+      removed.push(...rows.map((r) => r.id));
+      // A small original leaves with its chunks (deleted, or moved to another shard by a split).
+      this.sql.exec("DELETE FROM originals WHERE document_id = ?", documentId);
+    }
+    return removed;
   }
 
   /** Drops everything this knowledge base holds. */
@@ -217,17 +269,25 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
    * one step is continued by the alarm; every step commits before the next starts, so a restart
    * resumes where it stopped.
    */
-  async ingest(job: IngestJob, options: { reset: boolean; start: boolean; total?: number }): Promise<IngestResult> {
+  async ingest(
+    job: IngestJob,
+    options: { reset: boolean; start: boolean; total?: number; heldElsewhere?: number },
+  ): Promise<IngestResult> {
+    this.splitter.noteKb(job.kbId);
+    const owner = this.splitter.elsewhere(job.documentId);
+    if (owner !== undefined) return this.peerOf(owner).ingest(job, options);
     if (options.reset && options.total !== undefined) {
       // Capacity is checked before anything is queued, so a refused document leaves nothing behind.
       const limit = maxChunksPerKnowledgeBase(this.env);
-      const held = this.sql
-        .exec<{ n: number }>(
-          "SELECT (SELECT count(*) FROM items WHERE document_id IS NOT ? ) + (SELECT count(*) FROM pending WHERE document_id != ?) AS n",
-          job.documentId,
-          job.documentId,
-        )
-        .one().n;
+      const held =
+        (options.heldElsewhere ?? 0) +
+        this.sql
+          .exec<{ n: number }>(
+            "SELECT (SELECT count(*) FROM items WHERE document_id IS NOT ? ) + (SELECT count(*) FROM pending WHERE document_id != ?) AS n",
+            job.documentId,
+            job.documentId,
+          )
+          .one().n;
       if (held + options.total > limit)
         return {
           status: "failed",
@@ -245,15 +305,116 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     });
     if (!options.start) return { status: "indexing", remaining: job.chunks.length };
     const result = await this.step(job.documentId);
-    if (result.status === "indexing") await this.ctx.storage.setAlarm(Date.now());
+    if (result.status === "indexing" || this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
     return result;
   }
 
   // ---------- RPC: small documents, coalesced (SmallDocumentWriter) ----------
 
   /** See SmallDocumentWriter.ingest. */
-  async ingestDocuments(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
-    return this.writer.ingest(jobs, audit);
+  async ingestDocuments(jobs: DocumentJob[], audit?: StatementSpec, heldElsewhere = 0): Promise<IngestResult[]> {
+    if (jobs[0]) this.splitter.noteKb(jobs[0].kbId);
+    const forwarded = this.elsewhere(jobs, (j) => j.documentId);
+    if (forwarded.size === 0) {
+      const results = await this.writer.ingest(jobs, audit, heldElsewhere);
+      if (this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
+      return results;
+    }
+    // Some documents belong to another shard now (a split this caller had not seen): each part goes to its owner.
+    const results = new Map<DocumentJob, IngestResult>();
+    const mine = jobs.filter((j) => this.splitter.elsewhere(j.documentId) === undefined);
+    const parts: [KnowledgeBaseIndexPeer | null, DocumentJob[]][] = [
+      [null, mine],
+      ...[...forwarded].map(([index, list]): [KnowledgeBaseIndexPeer, DocumentJob[]] => [this.peerOf(index), list]),
+    ];
+    let first = true;
+    for (const [peer, list] of parts) {
+      if (list.length === 0) continue;
+      const out = peer
+        ? await peer.ingestDocuments(list, first ? audit : undefined, heldElsewhere)
+        : await this.writer.ingest(list, audit, heldElsewhere);
+      first = false;
+      list.forEach((job, i) => results.set(job, out[i]));
+    }
+    return jobs.map(
+      (j) => results.get(j) ?? { status: "failed", error: "indexing failed: no shard took this document" },
+    );
+  }
+
+  // ---------- RPC: shards (shard-map.ts, shard-stages.ts, shard-splitter.ts) ----------
+
+  /** The knowledge base's shard map (kept by shard 0). */
+  async shardMap(): Promise<ShardMap> {
+    return this.splitter.map();
+  }
+
+  /** One call for a knowledge base that never split (the answer), else its map, for the Worker to scatter the query. */
+  async retrieveOrMap(request: RetrieveRequest): Promise<{ result: RetrieveResult } | { map: ShardMap }> {
+    const map = this.splitter.map();
+    return map.shards.length > 1 ? { map } : { result: await this.retrieve(request) };
+  }
+
+  /** One step of a sharded query, for the caller's view of this shard's range (stale: read the map again). */
+  async stage<K extends StageKind>(
+    range: { lo: number; hi: number },
+    request: StageOf<K>,
+  ): Promise<{ stale: true } | { stale: false; result: StageResults[K] }> {
+    if (this.splitter.check(range) === "stale") return { stale: true };
+    return { stale: false, result: this.stages.run(request) };
+  }
+
+  async initShard(self: ShardSelf): Promise<void> {
+    this.splitter.init(self);
+  }
+
+  async allocateShard(): Promise<number> {
+    return this.splitter.allocate();
+  }
+
+  async commitSplit(from: number, to: number, mid: number): Promise<ShardMap> {
+    return this.splitter.commit(from, to, mid);
+  }
+
+  /** Test hook and operator control: when this shard splits (and whether only splitStep runs it). */
+  async configureSharding(config: ShardConfig): Promise<void> {
+    this.splitter.configure(config);
+    if (this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  /** Runs one step of this shard's split (the alarm runs them unless the shard is configured manual). */
+  async splitStep(): Promise<SplitProgress> {
+    return this.splitter.step();
+  }
+
+  /** Chunks a split copies here: each document's chunks replace what this shard held of it (shard-copies.ts). */
+  async acceptCopies(documentIds: string[], chunks: CopiedChunk[], originals: CopiedOriginal[] = []): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      this.removeRowsOf(documentIds);
+      writeCopies(this.sql, this.keywords, this.vectors, chunks);
+      for (const o of originals)
+        this.sql.exec("INSERT OR REPLACE INTO originals (document_id, bytes) VALUES (?, ?)", o.documentId, o.bytes);
+    });
+  }
+
+  private peer(kbId: string, index: number): KnowledgeBaseIndexPeer {
+    return rpcStub(this.env.KB_INDEX, shardName(kbId, index));
+  }
+
+  private peerOf(index: number): KnowledgeBaseIndexPeer {
+    const kbId = this.splitter.self().kbId;
+    if (kbId === null) throw new Error("this shard does not know its knowledge base");
+    return this.peer(kbId, index);
+  }
+
+  /** Items whose document another shard owns now, by that shard. */
+  private elsewhere<T>(items: T[], documentOf: (item: T) => string): Map<number, T[]> {
+    const out = new Map<number, T[]>();
+    for (const item of items) {
+      const index = this.splitter.elsewhere(documentOf(item));
+      if (index === undefined) continue;
+      out.set(index, [...(out.get(index) ?? []), item]);
+    }
+    return out;
   }
 
   private queueChunks(job: IngestJob, reset: boolean): void {
@@ -354,6 +515,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     if (left > 0 || !row) return [];
     this.sql.exec("DELETE FROM replacements WHERE document_id = ?", documentId);
     const removed: string[] = [];
+    this.splitter.touched(JSON.parse(row.replaces) as string[]);
     for (const old of JSON.parse(row.replaces) as string[]) {
       const rows = this.sql
         .exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", old)
@@ -403,6 +565,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
         );
         await this.writer.reportFinished();
       } else if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
+    } else if (this.splitter.wantsStep()) {
+      await this.splitter.step();
     } else {
       await this.web.step(Date.now());
     }
@@ -412,7 +576,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   /** The alarm runs at once while chunks are pending or a crawl is in progress, else when the next rescrape is due. */
   private async scheduleNext(): Promise<void> {
     const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
-    if (pending > 0 || this.web.crawling()) return this.ctx.storage.setAlarm(Date.now());
+    if (pending > 0 || this.web.crawling() || this.splitter.wantsStep()) return this.ctx.storage.setAlarm(Date.now());
     const unreported = this.sql
       .exec<{ n: number }>("SELECT count(*) AS n FROM finished WHERE outcome IS NOT NULL")
       .one().n;

@@ -46,6 +46,8 @@ interface Reported {
 interface BatchEntry {
   job: DocumentJob;
   audit?: StatementSpec;
+  /** Chunks the knowledge base's other shards held when the request came in. */
+  heldElsewhere: number;
 }
 
 /**
@@ -77,12 +79,12 @@ export class SmallDocumentWriter {
    * chunks, until D1 has them, so a document is never searchable without its row for longer than
    * the alarm's retry.
    */
-  async ingest(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
+  async ingest(jobs: DocumentJob[], audit?: StatementSpec, heldElsewhere = 0): Promise<IngestResult[]> {
     if (jobs.length === 0) return [];
     // The alarm is the retry for a D1 write that fails after the chunks commit; set before the batch
     // so it is in place whatever happens after.
     if ((await this.host.storage.getAlarm()) === null) await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
-    return this.batcher.submit(jobs.map((job, i) => ({ job, audit: i === 0 ? audit : undefined })));
+    return this.batcher.submit(jobs.map((job, i) => ({ job, audit: i === 0 ? audit : undefined, heldElsewhere })));
   }
 
   /**
@@ -92,9 +94,13 @@ export class SmallDocumentWriter {
    */
   private async writeDocuments(entries: BatchEntry[]): Promise<IngestResult[]> {
     const limit = maxChunksPerKnowledgeBase(this.host.env);
-    let held = this.host.sql
-      .exec<{ n: number }>("SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM pending) AS n")
-      .one().n;
+    // What the knowledge base's other shards hold (shard-map.ts), since the limit is the whole base's.
+    const heldElsewhere = Math.max(0, ...entries.map((e) => e.heldElsewhere));
+    let held =
+      heldElsewhere +
+      this.host.sql
+        .exec<{ n: number }>("SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM pending) AS n")
+        .one().n;
     const results: (IngestResult | undefined)[] = entries.map(({ job }) => {
       if (job.chunks.length > STEP_CHUNKS)
         return {

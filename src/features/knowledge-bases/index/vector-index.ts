@@ -44,7 +44,11 @@ export function quantize(values: ArrayLike<number>, out: Int8Array, offset: numb
   return scale;
 }
 
-/** Keeps the best `k` (score, slot) pairs seen, best first on `sorted()`. */
+/**
+ * Keeps the best `k` (score, slot) pairs seen, best first on `sorted()`; equal scores by item,
+ * lowest first, whatever order they arrive in, so shards merged by (score, rowid) agree with one
+ * index (shard-map.ts).
+ */
 export class TopK {
   private scores: number[] = [];
   private items: number[] = [];
@@ -58,14 +62,19 @@ export class TopK {
   }
 
   push(score: number, item: number): void {
-    if (this.scores.length >= this.k && score <= this.scores[this.scores.length - 1]) return;
+    const last = this.scores.length - 1;
+    if (
+      this.scores.length >= this.k &&
+      (score < this.scores[last] || (score === this.scores[last] && item > this.items[last]))
+    )
+      return;
     let i = this.scores.length;
     if (i >= this.k) i--;
     else {
       this.scores.push(0);
       this.items.push(0);
     }
-    while (i > 0 && this.scores[i - 1] < score) {
+    while (i > 0 && (this.scores[i - 1] < score || (this.scores[i - 1] === score && this.items[i - 1] > item))) {
       this.scores[i] = this.scores[i - 1];
       this.items[i] = this.items[i - 1];
       i--;

@@ -4,7 +4,7 @@ import { quantize, TopK } from "./vector-index";
 /** Vectors per stored row: one row of 512 x 512-d int8 vectors is ~256 KB, under the 2 MB row cap. */
 const BLOCK = 512;
 /** Below this share of the set, filtered candidates are scored one by one instead of scanning all. */
-const SPARSE_FILTER_SHARE = 1 / 8;
+export const SPARSE_FILTER_SHARE = 1 / 8;
 
 /** Slot of each rowid, in a typed array indexed by rowid (rowids are dense): 100k entries build in well under a millisecond. */
 class SlotIndex {
@@ -206,7 +206,7 @@ export class VectorStore {
     const best = new TopK(topK);
     const exact = (slot: number) => {
       const score = arena.dot(slot, q) * this.scales[slot];
-      if (score > best.threshold) best.push(score, slot);
+      if (score >= best.threshold) best.push(score, slot);
     };
     if (allowed && allowed.size < this.count * SPARSE_FILTER_SHARE) {
       for (const rowid of allowed) {
@@ -234,5 +234,47 @@ export class VectorStore {
       for (const { item } of pool.sorted()) exact(item);
     }
     return best.sorted().map((r) => ({ rowid: this.rowids[r.item], score: r.score }));
+  }
+
+  /**
+   * This shard's part of a nearest search over a sharded knowledge base (shard-stages.ts): with
+   * `pool`, its `pool` best rows by the int8 scan, each with that scan's score and the exact one,
+   * so the caller picks the same pool and the same top as nearest() over one index; without,
+   * every allowed row scored exactly (nearest()'s sparse-filter path).
+   */
+  scan(
+    query: ArrayLike<number>,
+    pool: number | undefined,
+    allowed: Set<number> | undefined,
+  ): { rowid: number; approx: number; score: number }[] {
+    this.ensureLoaded();
+    const arena = this.arena;
+    if (!arena || this.count === 0 || query.length !== this.dimensions) return [];
+    const q = Float32Array.from(query);
+    const exact = (slot: number) => arena.dot(slot, q) * this.scales[slot];
+    if (pool === undefined) {
+      const out: { rowid: number; approx: number; score: number }[] = [];
+      for (const rowid of allowed ?? []) {
+        const slot = this.slotOf.get(rowid);
+        if (slot !== undefined) {
+          const score = exact(slot);
+          out.push({ rowid, approx: score, score });
+        }
+      }
+      return out;
+    }
+    const q8 = new Int8Array(this.dimensions);
+    quantize(q, q8, 0);
+    const raw = arena.dotAll(q8, this.count);
+    const best = new TopK(Math.max(1, Math.min(this.count, pool)));
+    for (let slot = 0; slot < raw.length; slot++) {
+      if (allowed && !allowed.has(this.rowids[slot])) continue;
+      const approx = raw[slot] * this.scales[slot];
+      if (approx >= best.threshold) best.push(approx, this.rowids[slot]);
+    }
+    return best.sorted().map(({ item, score }) => {
+      const slot = this.slotOf.get(item) ?? 0;
+      return { rowid: item, approx: score, score: exact(slot) };
+    });
   }
 }

@@ -1,0 +1,99 @@
+import type { Env } from "../../env";
+import { rpcStub } from "../../durable-objects/rpc-stub";
+import { causeChain, logEvent } from "../../lib/log";
+import type { KnowledgeBaseIndex } from "./index/knowledge-base-index";
+import { shardName, splitKey, type ShardInfo, type ShardMap } from "./index/shard-map";
+import type { StageKind, StageOf, StageResults } from "./index/shard-stages";
+
+/** How long a shard may take over one step of a query before the answer goes on without it. */
+export const SHARD_TIMEOUT_MS = 10_000;
+
+/** A shard no longer owns the range the caller's map gives it (a split finished): read the map again. */
+export class StaleShardMap extends Error {}
+
+export interface MissingShard {
+  shard: number;
+  reason: "failed" | "timeout";
+}
+
+class ShardTimeout extends Error {}
+
+/**
+ * One query's calls to a sharded knowledge base's shards: every step goes to the shards in
+ * parallel. A shard that fails or times out is left out of the rest of the query and recorded,
+ * so the answer says which part is missing (`partial`) instead of dropping it silently.
+ */
+export class ShardScatter {
+  readonly missing = new Map<number, MissingShard["reason"]>();
+
+  constructor(
+    private readonly env: Env,
+    private readonly kbId: string,
+    readonly map: ShardMap,
+    private readonly timeoutMs = SHARD_TIMEOUT_MS,
+  ) {}
+
+  private live(): ShardInfo[] {
+    return this.map.shards.filter((s) => !this.missing.has(s.index));
+  }
+
+  missingShards(): MissingShard[] {
+    return [...this.missing].map(([shard, reason]) => ({ shard, reason }));
+  }
+
+  private async call<K extends StageKind>(shard: ShardInfo, request: StageOf<K>): Promise<StageResults[K] | undefined> {
+    const stub = rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, shardName(this.kbId, shard.index));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const answer = await Promise.race([
+        stub.stage<K>({ lo: shard.lo, hi: shard.hi }, request),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new ShardTimeout()), this.timeoutMs);
+        }),
+      ]);
+      if (answer.stale) throw new StaleShardMap();
+      return answer.result;
+    } catch (error) {
+      if (error instanceof StaleShardMap) throw error;
+      const reason = error instanceof ShardTimeout ? "timeout" : "failed";
+      this.missing.set(shard.index, reason);
+      logEvent("warn", "knowledge_base_shard_missing", {
+        shard: shard.index,
+        reason,
+        stage: request.kind,
+        cause: causeChain(error),
+      });
+      return undefined;
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+    }
+  }
+
+  /** One step on every live shard; answers from the shards that answered. */
+  async all<K extends StageKind>(request: StageOf<K>): Promise<[ShardInfo, StageResults[K]][]> {
+    const shards = this.live();
+    const answers = await Promise.all(shards.map((s) => this.call(s, request)));
+    return shards.flatMap((s, i): [ShardInfo, StageResults[K]][] => {
+      const answer = answers[i];
+      return answer === undefined ? [] : [[s, answer]];
+    });
+  }
+
+  /** One step on the shards holding some rows (merged-ranking keys), each asked about its own rowids. */
+  async byShard<K extends StageKind>(
+    keys: number[],
+    make: (rowids: number[]) => StageOf<K>,
+  ): Promise<[ShardInfo, StageResults[K]][]> {
+    const rowids = new Map<number, number[]>();
+    for (const key of keys) {
+      const { shard, rowid } = splitKey(key);
+      rowids.set(shard, [...(rowids.get(shard) ?? []), rowid]);
+    }
+    const shards = this.live().filter((s) => rowids.has(s.index));
+    const answers = await Promise.all(shards.map((s) => this.call(s, make(rowids.get(s.index) ?? []))));
+    return shards.flatMap((s, i): [ShardInfo, StageResults[K]][] => {
+      const answer = answers[i];
+      return answer === undefined ? [] : [[s, answer]];
+    });
+  }
+}

@@ -1,0 +1,181 @@
+import type { Env } from "../../env";
+import { rpcStub, type RpcSurface } from "../../durable-objects/rpc-stub";
+import type { FilterNode } from "./metadata-filter";
+import type { DocumentJob, IngestJob, IngestResult, KnowledgeBaseIndex } from "./index/knowledge-base-index";
+import type { StatementSpec } from "./documents.repository";
+import type { RetrieveRequest, RetrieveResult, StoredChunk } from "./index/retrieval";
+import type { KeywordHit } from "./index/chunk-retriever";
+import type { WebSourceRecord } from "./web-ingestion";
+import type { StoredPage } from "./web-sources";
+import { groupByShard, shardName, shardOf, type ShardMap } from "./index/shard-map";
+import { ShardScatter, StaleShardMap, type MissingShard } from "./shard-scatter";
+import { ShardedRetrieval } from "./sharded-retrieval";
+
+type IndexRpc = RpcSurface<KnowledgeBaseIndex>;
+
+/** A sharded answer that could not ask every shard names the ones it lacks. */
+export type ShardedRetrieveResult = RetrieveResult & { partial?: { missing: MissingShard[] } };
+
+/** Times a query starts over after finding its shard map stale (a split finished under it). */
+const STALE_RETRIES = 3;
+
+/**
+ * A knowledge base's index as the Worker sees it, over however many shards it has (shard-map.ts):
+ * writes go to the shard that owns each document, reads that name documents go to their shards,
+ * and queries go to shard 0 alone while the base has one shard (one call, as before sharding) or
+ * to every shard, merged exactly (sharded-retrieval.ts).
+ */
+export class ShardedKnowledgeBaseIndex {
+  constructor(
+    private readonly env: Env,
+    private readonly kbId: string,
+    private readonly timeoutMs?: number,
+  ) {}
+
+  private shard(index: number): IndexRpc {
+    return rpcStub(this.env.KB_INDEX, shardName(this.kbId, index));
+  }
+
+  private map(): Promise<ShardMap> {
+    return this.shard(0).shardMap();
+  }
+
+  private async chunksElsewhere(map: ShardMap, except: number): Promise<number> {
+    if (map.shards.length === 1) return 0;
+    const counts = await Promise.all(
+      map.shards.filter((s) => s.index !== except).map((s) => this.shard(s.index).stats()),
+    );
+    return counts.reduce((a, c) => a + c.chunks + c.pending, 0);
+  }
+
+  async retrieve(request: RetrieveRequest): Promise<ShardedRetrieveResult> {
+    const first = await this.shard(0).retrieveOrMap(request);
+    if ("result" in first) return first.result;
+    let map = first.map;
+    for (let attempt = 0; ; attempt++) {
+      const scatter = new ShardScatter(this.env, this.kbId, map, this.timeoutMs);
+      try {
+        const result = await new ShardedRetrieval(scatter).retrieve(request);
+        const missing = scatter.missingShards();
+        return missing.length ? { ...result, partial: { missing } } : result;
+      } catch (error) {
+        if (!(error instanceof StaleShardMap) || attempt >= STALE_RETRIES) throw error;
+        map = await this.map();
+      }
+    }
+  }
+
+  async keywordSearch(text: string, options: { topK: number; filter?: FilterNode }): Promise<KeywordHit[]> {
+    for (let attempt = 0; ; attempt++) {
+      const map = await this.map();
+      if (map.shards.length === 1) return this.shard(0).keywordSearch(text, options);
+      try {
+        return await new ShardedRetrieval(new ShardScatter(this.env, this.kbId, map, this.timeoutMs)).keywordSearch(
+          text,
+          options,
+        );
+      } catch (error) {
+        if (!(error instanceof StaleShardMap) || attempt >= STALE_RETRIES) throw error;
+      }
+    }
+  }
+
+  async getChunks(ids: string[]): Promise<StoredChunk[]> {
+    const map = await this.map();
+    if (map.shards.length === 1) return this.shard(0).getChunks(ids);
+    const parts = await Promise.all(map.shards.map((s) => this.shard(s.index).getChunks(ids)));
+    const seen = new Set<string>();
+    return parts.flat().filter((c) => !seen.has(c.id) && seen.add(c.id) !== undefined);
+  }
+
+  async documentChunks(documentIds: string[], limitPerDocument: number): Promise<StoredChunk[]> {
+    const map = await this.map();
+    const parts = await Promise.all(
+      [...groupByShard(map, documentIds, (d) => d)].map(([index, ids]) =>
+        this.shard(index).documentChunks(ids, limitPerDocument),
+      ),
+    );
+    const byDocument = new Map(documentIds.map((d): [string, StoredChunk[]] => [d, []]));
+    for (const c of parts.flat()) byDocument.get(c.documentId)?.push(c);
+    return [...byDocument.values()].flat();
+  }
+
+  /** A small document's original, from the shard that holds the document (null for any other). */
+  async original(documentId: string): Promise<Uint8Array | null> {
+    const map = await this.map();
+    const [index] = [...groupByShard(map, [documentId], (d) => d).keys()];
+    return this.shard(index ?? 0).original(documentId);
+  }
+
+  async deleteDocuments(documentIds: string[]): Promise<{ chunks: string[] }> {
+    const map = await this.map();
+    const parts = await Promise.all(
+      [...groupByShard(map, documentIds, (d) => d)].map(([index, ids]) => this.shard(index).deleteDocuments(ids)),
+    );
+    return { chunks: parts.flatMap((p) => p.chunks) };
+  }
+
+  async progress(documentIds: string[]): Promise<{ documentId: string; chunksIndexed: number; chunksTotal: number }[]> {
+    const map = await this.map();
+    const parts = await Promise.all(
+      [...groupByShard(map, documentIds, (d) => d)].map(([index, ids]) => this.shard(index).progress(ids)),
+    );
+    return parts.flat();
+  }
+
+  async stats(): Promise<{ chunks: number; vectors: number; dimensions: number; pending: number; shards: number }> {
+    const map = await this.map();
+    const all = await Promise.all(map.shards.map((s) => this.shard(s.index).stats()));
+    return {
+      chunks: all.reduce((a, s) => a + s.chunks, 0),
+      vectors: all.reduce((a, s) => a + s.vectors, 0),
+      dimensions: all.reduce((a, s) => Math.max(a, s.dimensions), 0),
+      pending: all.reduce((a, s) => a + s.pending, 0),
+      shards: map.shards.length,
+    };
+  }
+
+  /** Every shard, then shard 0 (which holds the map). */
+  async destroy(): Promise<void> {
+    const map = await this.map();
+    await Promise.all(map.shards.filter((s) => s.index !== 0).map((s) => this.shard(s.index).destroy()));
+    await this.shard(0).destroy();
+  }
+
+  async ingest(job: IngestJob, options: { reset: boolean; start: boolean; total?: number }): Promise<IngestResult> {
+    const map = await this.map();
+    const index = shardOf(map, job.documentId).index;
+    const heldElsewhere = options.reset && options.total !== undefined ? await this.chunksElsewhere(map, index) : 0;
+    return this.shard(index).ingest(job, { ...options, heldElsewhere });
+  }
+
+  async ingestDocuments(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
+    const map = await this.map();
+    if (map.shards.length === 1) return this.shard(0).ingestDocuments(jobs, audit);
+    const groups = [...groupByShard(map, jobs, (j) => j.documentId)];
+    const results = new Map<DocumentJob, IngestResult>();
+    // The audit entry is written once, with the first group's documents.
+    await Promise.all(
+      groups.map(async ([index, list], i) => {
+        const out = await this.shard(index).ingestDocuments(
+          list,
+          i === 0 ? audit : undefined,
+          await this.chunksElsewhere(map, index),
+        );
+        list.forEach((job, n) => results.set(job, out[n]));
+      }),
+    );
+    return jobs.map(
+      (j) => results.get(j) ?? { status: "failed", error: "indexing failed: no shard took this document" },
+    );
+  }
+
+  /** Web sources are kept and crawled by shard 0. */
+  webSourceCount(): Promise<number> {
+    return this.shard(0).webSourceCount();
+  }
+
+  registerWebSource(record: WebSourceRecord, pages: StoredPage[]): Promise<void> {
+    return this.shard(0).registerWebSource(record, pages);
+  }
+}

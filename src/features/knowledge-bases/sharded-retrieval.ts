@@ -1,0 +1,323 @@
+import { matchesFilter } from "./metadata-filter";
+import type { Scored } from "./index/hybrid-search";
+import { MAX_SCORED_TERMS, queryTermCounts, selectTerms } from "./index/keyword-query";
+import { expandWithFeedback, FEEDBACK } from "./index/keyword-feedback";
+import { bm25Idf, type KeywordStats } from "./index/keyword-scorer";
+import { boostTitles, TITLE_BOOST } from "./index/title-boost";
+import { rocchio, VECTOR_FEEDBACK } from "./index/vector-feedback";
+import { SPARSE_FILTER_SHARE } from "./index/vector-store";
+import { MAX_TOP_K } from "./index/vector-index";
+import { globalKey } from "./index/shard-map";
+import type { StatsResult } from "./index/shard-stages";
+import type { KeywordHit } from "./index/chunk-retriever";
+import {
+  applyLimits,
+  fuseHalves,
+  fuseQueries,
+  keepTopGroups,
+  needsShaping,
+  type RankedChunk,
+  type RetrieveRequest,
+  type RetrieveResult,
+  type StoredChunk,
+} from "./index/retrieval";
+import type { ShardScatter } from "./shard-scatter";
+
+/**
+ * ChunkRetriever.retrieve's pipeline over a sharded knowledge base, run in the Worker: each step
+ * asks every shard (shard-stages.ts) and merges here, so every decision one index would take on
+ * its whole set is taken here on the whole set. BM25 is scored with the base's chunk count, total
+ * length and document frequencies (a first step sums them); keyword feedback, title boost, vector
+ * feedback and fusion run on the merged lists; the vector search reproduces one index's int8 pool.
+ * Merged lists order ties by (rowid, shard), which a split keeps (shard-map.ts globalKey).
+ */
+
+/** The collection statistics of a query's words, summed over the shards. */
+interface GlobalStats {
+  stemsOf: Record<string, string[]>;
+  frequency: Record<string, number>;
+  keyword: KeywordStats;
+  allowed: number;
+  vectors: number;
+  backlog: { documents: number; chunks: number };
+}
+
+function sumStats(answers: StatsResult[]): GlobalStats {
+  const out: GlobalStats = {
+    stemsOf: {},
+    frequency: {},
+    keyword: { chunks: 0, total: 0, df: {} },
+    allowed: 0,
+    vectors: 0,
+    backlog: { documents: 0, chunks: 0 },
+  };
+  for (const a of answers) {
+    // Stemming is FTS5's and the same in every shard.
+    Object.assign(out.stemsOf, a.stemsOf);
+    for (const [w, n] of Object.entries(a.frequency)) out.frequency[w] = (out.frequency[w] ?? 0) + n;
+    out.keyword.chunks += a.keyword.chunks;
+    out.keyword.total += a.keyword.total;
+    for (const [s, n] of Object.entries(a.keyword.df)) out.keyword.df[s] = (out.keyword.df[s] ?? 0) + n;
+    out.allowed += a.allowed;
+    out.vectors += a.vectors;
+    out.backlog.documents += a.backlog.documents;
+    out.backlog.chunks += a.backlog.chunks;
+  }
+  return out;
+}
+
+/** Best first, equal scores by key (rowid, then shard), as one index's TopK orders them. */
+function byScore<T extends { score: number; key: number }>(a: T, b: T): number {
+  return b.score - a.score || a.key - b.key;
+}
+
+function statsFor(stems: Iterable<string>, stats: KeywordStats): KeywordStats {
+  const df: Record<string, number> = {};
+  for (const s of stems) df[s] = stats.df[s] ?? 0;
+  return { chunks: stats.chunks, total: stats.total, df };
+}
+
+export class ShardedRetrieval {
+  constructor(private readonly scatter: ShardScatter) {}
+
+  private async stats(
+    words: string[],
+    frequencies: boolean,
+    stems: string[],
+    request: Pick<RetrieveRequest, "filter">,
+  ) {
+    const answers = await this.scatter.all<"stats">({
+      kind: "stats",
+      words,
+      frequencies,
+      stems,
+      filter: request.filter,
+    });
+    return sumStats(answers.map(([, a]) => a));
+  }
+
+  /** The `depth` best chunks by BM25 with the whole base's statistics. */
+  private async keywordTop(
+    stems: Map<string, number>,
+    stats: KeywordStats,
+    depth: number,
+    filter: RetrieveRequest["filter"],
+  ) {
+    const answers = await this.scatter.all<"keyword">({
+      kind: "keyword",
+      stems: [...stems],
+      stats: statsFor(stems.keys(), stats),
+      depth,
+      filter,
+    });
+    return answers
+      .flatMap(([s, hits]) => hits.map((h) => ({ key: globalKey(s.index, h.id), score: h.score })))
+      .sort(byScore)
+      .slice(0, depth)
+      .map((h) => ({ id: h.key, score: h.score }));
+  }
+
+  private async boost(hits: Scored<number>[], query: Map<string, number>, stats: KeywordStats) {
+    const answers = await this.scatter.byShard<"titles">(
+      hits.slice(0, TITLE_BOOST.rerank).map((h) => h.id),
+      (rowids) => ({ kind: "titles", rowids }),
+    );
+    const titles = new Map<number, string[]>();
+    for (const [s, list] of answers) for (const t of list) titles.set(globalKey(s.index, t.rowid), t.stems);
+    if (titles.size === 0) return hits;
+    return boostTitles(
+      hits,
+      (key) => titles.get(key),
+      query,
+      (stem) => bm25Idf(stats.chunks, stats.df[stem] ?? 0),
+    );
+  }
+
+  /** ChunkRetriever.keywordRows over the shards (without its FTS5 fallback: a failing shard is reported missing). */
+  private async keywordRows(
+    text: string,
+    depth: number,
+    request: Pick<RetrieveRequest, "filter">,
+    global: GlobalStats,
+    feedback: boolean | ((first: Scored<number>[]) => Scored<number>[]),
+  ): Promise<Scored<number>[]> {
+    const counts = queryTermCounts(text);
+    if (counts.size === 0) return [];
+    const chosen = selectTerms([...counts.keys()], (t) => global.frequency[t] ?? 0);
+    if (chosen.length === 0) return [];
+    const query = new Map<string, number>();
+    for (const word of chosen)
+      for (const stem of global.stemsOf[word] ?? []) query.set(stem, (query.get(stem) ?? 0) + (counts.get(word) ?? 1));
+    const hits = await this.keywordTop(query, global.keyword, depth, request.filter);
+    if (feedback === false || hits.length < 2) return this.boost(hits, query, global.keyword);
+    const top = (feedback === true ? hits : feedback(hits)).slice(0, FEEDBACK.docs);
+    const texts = new Map<number, [string, number][]>();
+    for (const [s, list] of await this.scatter.byShard<"feedback">(
+      top.map((h) => h.id),
+      (rowids) => ({ kind: "feedback", rowids }),
+    ))
+      for (const f of list) texts.set(globalKey(s.index, f.rowid), f.stems);
+    const docs = top.map((h) => ({ stems: new Map(texts.get(h.id) ?? []), score: h.score }));
+    // The stems RM3 looks the idf of up (its strongest candidates), asked of every shard once.
+    const asked: string[] = [];
+    expandWithFeedback(query, docs, (stem) => {
+      asked.push(stem);
+      return 1;
+    });
+    const more = asked.length ? (await this.stats([], false, asked, request)).keyword : { chunks: 0, total: 0, df: {} };
+    const stats: KeywordStats = { ...global.keyword, df: { ...global.keyword.df, ...more.df } };
+    const expanded = expandWithFeedback(query, docs, (stem) =>
+      Math.log(1 + stats.chunks / (1 + (stats.df[stem] ?? 0))),
+    );
+    return this.boost(await this.keywordTop(expanded, stats, depth, request.filter), expanded, stats);
+  }
+
+  /** VectorStore.nearest over the shards: the same int8 pool (or the same exact path under a narrow filter). */
+  private async vectorTop(vector: number[], request: RetrieveRequest, global: GlobalStats): Promise<Scored<number>[]> {
+    if (global.vectors === 0) return [];
+    const sparse = request.filter !== undefined && global.allowed < global.vectors * SPARSE_FILTER_SHARE;
+    const pool = Math.min(global.vectors, request.depth * 2 + 64);
+    const answers = await this.scatter.all<"vector">({
+      kind: "vector",
+      vector,
+      pool: sparse ? undefined : pool,
+      filter: request.filter,
+    });
+    let candidates = answers.flatMap(([s, list]) =>
+      list.map((c) => ({ key: globalKey(s.index, c.rowid), approx: c.approx, score: c.score })),
+    );
+    if (!sparse) candidates = candidates.sort((a, b) => b.approx - a.approx || a.key - b.key).slice(0, pool);
+    return candidates
+      .sort(byScore)
+      .slice(0, request.depth)
+      .map((c) => ({ id: c.key, score: c.score }));
+  }
+
+  /** Vectorize's matches (chunk ids, best first) as merged keys, each shard naming its own. */
+  private async vectorHits(hits: Scored[], request: RetrieveRequest): Promise<Scored<number>[]> {
+    // Each hit's position rides in its score, so the merged list keeps Vectorize's order.
+    const answers = await this.scatter.all<"vectorHits">({
+      kind: "vectorHits",
+      hits: hits.map((h, i) => ({ id: h.id, score: i })),
+      filter: request.filter,
+    });
+    return answers
+      .flatMap(([s, list]) => list.map((r) => ({ at: r.score, id: globalKey(s.index, r.id) })))
+      .sort((a, b) => a.at - b.at)
+      .map((r) => ({ id: r.id, score: hits[r.at].score }));
+  }
+
+  private async vectorFeedback(
+    query: number[],
+    keyword: Scored<number>[],
+    vector: Scored<number>[],
+    request: RetrieveRequest,
+  ): Promise<Scored<number>[]> {
+    const top = fuseHalves(keyword, vector, request).slice(0, VECTOR_FEEDBACK.docs);
+    const values = new Map<number, number[]>();
+    for (const [s, list] of await this.scatter.byShard<"vectorsOf">(
+      top.map((t) => t.id),
+      (rowids) => ({ kind: "vectorsOf", rowids }),
+    ))
+      for (const v of list) values.set(globalKey(s.index, v.rowid), v.values);
+    const feedbackVectors = top.map((t) => values.get(t.id)).filter((v): v is number[] => v !== undefined);
+    if (feedbackVectors.length === 0) return vector;
+    const moved = rocchio(query, feedbackVectors);
+    const candidates = [...new Set([...vector, ...keyword].map((c) => c.id))];
+    const answers = await this.scatter.byShard<"nearestAmong">(candidates, (rowids) => ({
+      kind: "nearestAmong",
+      vector: moved,
+      depth: request.depth,
+      rowids,
+    }));
+    return answers
+      .flatMap(([s, list]) => list.map((h) => ({ key: globalKey(s.index, h.id), score: h.score })))
+      .sort(byScore)
+      .slice(0, request.depth)
+      .map((h) => ({ id: h.key, score: h.score }));
+  }
+
+  private async oneQuery(
+    query: RetrieveRequest["queries"][number],
+    request: RetrieveRequest,
+  ): Promise<{ fused: Scored<number>[]; global: GlobalStats }> {
+    const words = [...queryTermCounts(query.text).keys()];
+    const global = await this.stats(words, words.length > MAX_SCORED_TERMS, [], request);
+    let vector: Scored<number>[] = [];
+    if (request.mode !== "keyword" && query.vector) vector = await this.vectorTop(query.vector, request, global);
+    else if (request.mode !== "keyword" && query.vectorHits) vector = await this.vectorHits(query.vectorHits, request);
+    const keyword =
+      request.mode !== "vector"
+        ? await this.keywordRows(
+            query.text,
+            request.depth,
+            request,
+            global,
+            vector.length ? (first) => fuseHalves(first, vector, request) : true,
+          )
+        : [];
+    if (request.mode === "hybrid" && query.vector && vector.length && keyword.length)
+      vector = await this.vectorFeedback(query.vector, keyword, vector, request);
+    return { fused: fuseHalves(keyword, vector, request), global };
+  }
+
+  private async rows(keys: number[]): Promise<Map<number, StoredChunk>> {
+    const out = new Map<number, StoredChunk>();
+    for (const [s, list] of await this.scatter.byShard<"rows">(keys, (rowids) => ({ kind: "rows", rowids })))
+      for (const r of list) out.set(globalKey(s.index, r.rowid), r.chunk);
+    return out;
+  }
+
+  /** ChunkRetriever.retrieve, over the shards. */
+  async retrieve(request: RetrieveRequest): Promise<RetrieveResult> {
+    const perQuery = await Promise.all(request.queries.map((q) => this.oneQuery(q, request)));
+    const shortlist = fuseQueries(
+      perQuery.map((q) => q.fused),
+      request.dataFusion,
+    )
+      .filter((s) => request.scoreCutoff === undefined || s.score >= request.scoreCutoff)
+      .slice(0, request.depth);
+    const shaping = needsShaping(request);
+    const ranked: RankedChunk[] = [];
+    const batch = shaping ? shortlist.length : request.topK;
+    for (let i = 0; i < shortlist.length && (shaping || ranked.length < request.topK); i += batch) {
+      const part = shortlist.slice(i, i + batch);
+      const rows = await this.rows(part.map((s) => s.id));
+      for (const s of part) {
+        const chunk = rows.get(s.id);
+        if (!chunk) continue;
+        if (request.filter && !matchesFilter(request.filter, chunk.metadata)) continue;
+        ranked.push({ chunk, score: s.score });
+      }
+    }
+    const kept = keepTopGroups(request.unit, applyLimits(ranked, request), request.topK);
+    const pageTexts = request.unit === "pages" ? await this.pageTexts(kept) : [];
+    const backlog = perQuery[0]?.global.backlog;
+    return { ranked: kept, pageTexts, ...(backlog && backlog.chunks > 0 ? { indexing: backlog } : {}) };
+  }
+
+  /** Each page's whole text, from the shard holding its document. */
+  private async pageTexts(kept: RankedChunk[]): Promise<[string, string][]> {
+    const answers = await this.scatter.all<"pageTexts">({ kind: "pageTexts", ranked: kept });
+    const texts = new Map<string, string>();
+    for (const [, list] of answers) for (const [key, text] of list) if (!texts.has(key)) texts.set(key, text);
+    return [...texts];
+  }
+
+  /** ChunkRetriever.keywordSearch over the shards: plain BM25 (title boost, no feedback). */
+  async keywordSearch(
+    text: string,
+    options: { topK: number; filter?: RetrieveRequest["filter"] },
+  ): Promise<KeywordHit[]> {
+    const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
+    const words = [...queryTermCounts(text).keys()];
+    const global = await this.stats(words, words.length > MAX_SCORED_TERMS, [], options);
+    const rows = await this.keywordRows(text, topK, options, global, false);
+    const chunks = await this.rows(rows.map((r) => r.id));
+    return rows.flatMap((r) => {
+      const chunk = chunks.get(r.id);
+      if (!chunk || (options.filter && !matchesFilter(options.filter, chunk.metadata))) return [];
+      return [{ id: chunk.id, score: r.score }];
+    });
+  }
+}
