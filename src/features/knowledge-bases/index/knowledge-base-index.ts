@@ -19,6 +19,7 @@ import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "./knowledge-base-index.schema";
 import { applyMigrations, ownSchema } from "../../../durable-objects/sqlite-schema";
 import { SmallDocumentWriter, type ItemInput } from "./small-document-writer";
 import { STEP_CHUNKS } from "./index-limits";
+import { WARM_MIN_CHUNKS, warmed } from "./postings-warmer";
 
 /** How long after a failed D1 report the alarm retries it. */
 const RESUME_AFTER_MS = 30_000;
@@ -65,6 +66,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly retriever: ChunkRetriever;
   private readonly web: WebSources;
   private readonly writer: SmallDocumentWriter;
+  /** Whether this instance has looked for an unfinished warm pass (an index warmed before, or never). */
+  private warmChecked = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -152,6 +155,10 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   /** A query's whole retrieval in one call (see ChunkRetriever.retrieve). */
   async retrieve(request: RetrieveRequest): Promise<RetrieveResult> {
+    if (!this.warmChecked) {
+      this.warmChecked = true;
+      await this.scheduleWarm();
+    }
     const result = this.retriever.retrieve(request);
     const backlog = this.indexingBacklog();
     return backlog.chunks > 0 ? { ...result, indexing: backlog } : result;
@@ -180,6 +187,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
         this.sql.exec("DELETE FROM finished WHERE document_id = ?", documentId);
       }
     });
+    await this.scheduleWarm();
     return { chunks: removed };
   }
 
@@ -234,6 +242,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     if (!options.start) return { status: "indexing", remaining: job.chunks.length };
     const result = await this.step(job.documentId);
     if (result.status === "indexing") await this.ctx.storage.setAlarm(Date.now());
+    else await this.scheduleWarm();
     return result;
   }
 
@@ -241,7 +250,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   /** See SmallDocumentWriter.ingest. */
   async ingestDocuments(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
-    return this.writer.ingest(jobs, audit);
+    const results = await this.writer.ingest(jobs, audit);
+    await this.scheduleWarm();
+    return results;
   }
 
   private queueChunks(job: IngestJob, reset: boolean): void {
@@ -393,14 +404,36 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       } else if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
     } else {
       await this.web.step(Date.now());
+      // Idle otherwise: one slice of reading posting lists ahead of queries (postings-warmer.ts).
+      if (!this.web.crawling() && this.needsWarm()) this.warmPostings();
     }
     await this.scheduleNext();
+  }
+
+  /** One slice of the warm pass (postings-warmer.ts); answers whether every term is read. The alarm runs it; tests call it on small indexes. */
+  warmPostings(sliceRows?: number): boolean {
+    return this.keywords.warmStep(sliceRows);
+  }
+
+  /** A large index whose posting lists are not all read since the last write (small ones read fast enough on demand). */
+  private needsWarm(): boolean {
+    if (warmed(this.sql)) return false;
+    // max(rowid) is one index lookup and at least the chunk count (rowids are dense).
+    const top = this.sql.exec<{ n: number | null }>("SELECT max(rowid) AS n FROM items").one().n ?? 0;
+    return top >= WARM_MIN_CHUNKS;
+  }
+
+  /** After a write (or on first use): the alarm runs now if a warm pass is due and nothing sooner is set. */
+  private async scheduleWarm(): Promise<void> {
+    if (!this.needsWarm()) return;
+    const at = await this.ctx.storage.getAlarm();
+    if (at === null || at > Date.now()) await this.ctx.storage.setAlarm(Date.now());
   }
 
   /** The alarm runs at once while chunks are pending or a crawl is in progress, else when the next rescrape is due. */
   private async scheduleNext(): Promise<void> {
     const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
-    if (pending > 0 || this.web.crawling()) return this.ctx.storage.setAlarm(Date.now());
+    if (pending > 0 || this.web.crawling() || this.needsWarm()) return this.ctx.storage.setAlarm(Date.now());
     const unreported = this.sql
       .exec<{ n: number }>("SELECT count(*) AS n FROM finished WHERE outcome IS NOT NULL")
       .one().n;
