@@ -16,6 +16,18 @@ const MAX_STORED_TOTAL = 4_000_000;
 
 class Rollback extends Error {}
 
+interface ChunkLengths {
+  byRowid: Uint16Array;
+  count: number;
+  total: number;
+  /**
+   * BM25's length term by rowid, k1 * (1 - b + b * length / avgdl), or -1 for a row not in the
+   * keyword index: worked out once per write instead of once per posting entry (same operations
+   * in the same order, so the same scores to the bit).
+   */
+  norm: Float64Array;
+}
+
 /** Words as FTS5's unicode61 tokenizer counts them: the document length BM25 normalises by. */
 export function wordCount(text: string): number {
   let n = 0;
@@ -46,11 +58,12 @@ export class KeywordScorer {
   /** Chunk frequency of search terms, kept until the next write. */
   private termFrequency = new Map<string, number>();
   /** Chunk lengths by rowid. */
-  private lengths: { byRowid: Uint16Array; count: number; total: number } | null = null;
+  private lengths: ChunkLengths | null = null;
   /** Posting lists (rowid, term count) by stemmed term. */
   private postings = new Map<string, PostingList>();
   private postingsSize = 0;
   private scoreBuffer = new Float64Array(0);
+  private touchedBuffer = new Int32Array(0);
   private stemCache = new Map<string, string[]>();
 
   /** Its tables (`length_blocks`, `postings_cache`, and `meta` for bookkeeping) are created by the Durable Object. */
@@ -220,7 +233,7 @@ export class KeywordScorer {
     return { chunks: this.chunkLengths().count, df: this.postingsOf(stem).rows.length };
   }
 
-  private chunkLengths(): { byRowid: Uint16Array; count: number; total: number } {
+  private chunkLengths(): ChunkLengths {
     if (this.lengths) return this.lengths;
     this.ensureStoredLengths();
     const blocks = this.sql
@@ -239,7 +252,14 @@ export class KeywordScorer {
         total += data[i] - 1;
       }
     }
-    this.lengths = { byRowid, count, total };
+    const norm = new Float64Array(byRowid.length).fill(-1);
+    const avgdl = count ? total / count : 1;
+    for (let rowid = 0; rowid < byRowid.length; rowid++) {
+      if (byRowid[rowid] === 0) continue;
+      const length = byRowid[rowid] - 1;
+      norm[rowid] = BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgdl);
+    }
+    this.lengths = { byRowid, count, total, norm };
     return this.lengths;
   }
 
@@ -294,31 +314,41 @@ export class KeywordScorer {
     topK: number,
     allowed: Set<number> | undefined,
   ): { rowid: number; score: number }[] {
-    const { byRowid, count, total } = this.chunkLengths();
+    const { byRowid, count, norm } = this.chunkLengths();
     if (count === 0 || stems.size === 0) return [];
-    const avgdl = total / count;
-    if (this.scoreBuffer.length < byRowid.length) this.scoreBuffer = new Float64Array(byRowid.length);
+    if (this.scoreBuffer.length < byRowid.length) {
+      this.scoreBuffer = new Float64Array(byRowid.length);
+      this.touchedBuffer = new Int32Array(byRowid.length);
+    }
     const scores = this.scoreBuffer;
-    const touched: number[] = [];
+    const touched = this.touchedBuffer;
+    let touchedCount = 0;
+    const rowLimit = norm.length;
     for (const [stem, weight] of stems) {
       const { rows, tfs } = this.postingsOf(stem);
       if (rows.length === 0 || !(weight > 0)) continue;
       const w = bm25Idf(count, rows.length) * weight * (BM25_K1 + 1);
       for (let i = 0; i < rows.length; i++) {
         const rowid = rows[i];
-        // 0: no stored length, so not a keyword row this scorer knows (never expected; never scored as length -1).
-        if (rowid >= byRowid.length || byRowid[rowid] === 0 || (allowed && !allowed.has(rowid))) continue;
+        if (rowid >= rowLimit) continue;
+        const n = norm[rowid];
+        // -1: no stored length, so not a keyword row this scorer knows (never expected; never scored).
+        if (n < 0 || (allowed && !allowed.has(rowid))) continue;
         const tf = tfs[i];
-        const length = byRowid[rowid] - 1;
-        const s = (w * tf) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgdl));
-        if (scores[rowid] === 0) touched.push(rowid);
+        const s = (w * tf) / (tf + n);
+        if (scores[rowid] === 0) touched[touchedCount++] = rowid;
         scores[rowid] += s;
       }
     }
     const best = new TopK(topK);
-    for (const rowid of touched) {
-      best.push(scores[rowid], rowid);
+    let threshold = -Infinity;
+    for (let i = 0; i < touchedCount; i++) {
+      const rowid = touched[i];
+      const score = scores[rowid];
       scores[rowid] = 0;
+      if (score <= threshold) continue;
+      best.push(score, rowid);
+      threshold = best.threshold;
     }
     return best.sorted().map((r) => ({ rowid: r.item, score: r.score }));
   }

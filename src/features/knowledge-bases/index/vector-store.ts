@@ -226,10 +226,16 @@ export class VectorStore {
       quantize(q, q8, 0);
       const raw = arena.dotAll(q8, this.count);
       const pool = new TopK(Math.min(this.count, topK * 2 + 64));
+      const scales = this.scales;
+      // The pool's threshold only rises when it takes a vector: kept in a local, not read per slot.
+      let threshold = -Infinity;
       for (let slot = 0; slot < raw.length; slot++) {
         if (mask && mask[slot] === 0) continue;
-        const approx = raw[slot] * this.scales[slot];
-        if (approx > pool.threshold) pool.push(approx, slot);
+        const approx = raw[slot] * scales[slot];
+        if (approx > threshold) {
+          pool.push(approx, slot);
+          threshold = pool.threshold;
+        }
       }
       for (const { item } of pool.sorted()) exact(item);
     }
