@@ -14,6 +14,9 @@ const MAX_STORED_POSTINGS = 250_000;
 /** Stored posting entries at most (6 bytes each); past it, lists read on first use stay in memory only. */
 const MAX_STORED_TOTAL = 4_000_000;
 
+/** Words stemmed per INSERT: two bound parameters each, under SQLite's 100 per statement. */
+const STEM_BATCH = 45;
+
 class Rollback extends Error {}
 
 interface ChunkLengths {
@@ -194,9 +197,14 @@ export class KeywordScorer {
       const found = new Map<string, string[]>(missing.map((w) => [w, []]));
       try {
         this.storage.transactionSync(() => {
-          missing.forEach((word, i) =>
-            this.sql.exec("INSERT INTO scratch_fts (rowid, text) VALUES (?, ?)", i + 1, word),
-          );
+          // Many rows a statement (each crossing into SQLite costs more than tokenizing one word).
+          for (let i = 0; i < missing.length; i += STEM_BATCH) {
+            const part = missing.slice(i, i + STEM_BATCH);
+            this.sql.exec(
+              `INSERT INTO scratch_fts (rowid, text) VALUES ${part.map(() => "(?, ?)").join(", ")}`,
+              ...part.flatMap((word, j) => [i + j + 1, word]),
+            );
+          }
           for (const row of this.sql
             .exec<{ term: string; doc: number }>("SELECT term, doc FROM scratch_words")
             .toArray())
