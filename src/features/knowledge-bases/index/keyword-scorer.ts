@@ -1,14 +1,12 @@
 import { TopK } from "./vector-index";
 import { matchExpression } from "./keyword-query";
 import { readPostings, resetWarm, warmSlice, type PostingList } from "./postings-warmer";
+import { BM25_K1, ChunkLengthStore } from "./chunk-lengths";
 
-/** BM25 constants, as FTS5's bm25() uses them. */
-const BM25_K1 = 1.2;
-const BM25_B = 0.6;
+export { wordCount } from "./chunk-lengths";
+
 /** Cached posting entries above which the cache starts over (memory bound, ~10 bytes each). */
 const MAX_CACHED_POSTINGS = 4_000_000;
-/** Chunk lengths per stored row of `length_blocks` (uint16 each: 8 KiB a row). */
-const LENGTH_BLOCK = 4096;
 /** A term's postings are kept in SQLite only up to this many entries (6 bytes each, under the 2 MB row cap). */
 const MAX_STORED_POSTINGS = 250_000;
 /** Stored posting entries at most (6 bytes each); past it, lists read on first use stay in memory only. */
@@ -18,25 +16,6 @@ const MAX_STORED_TOTAL = 4_000_000;
 const STEM_BATCH = 45;
 
 class Rollback extends Error {}
-
-interface ChunkLengths {
-  byRowid: Uint16Array;
-  count: number;
-  total: number;
-  /**
-   * BM25's length term by rowid, k1 * (1 - b + b * length / avgdl), or -1 for a row not in the
-   * keyword index: worked out once per write instead of once per posting entry (same operations
-   * in the same order, so the same scores to the bit).
-   */
-  norm: Float64Array;
-}
-
-/** Words as FTS5's unicode61 tokenizer counts them: the document length BM25 normalises by. */
-export function wordCount(text: string): number {
-  let n = 0;
-  for (const _ of text.matchAll(/[\p{L}\p{N}]+/gu)) n++;
-  return n;
-}
 
 /** FTS5's bm25() idf: ln((N - df + 0.5) / (df + 0.5)), floored at 1e-6 so a term in most chunks still counts a little. */
 function bm25Idf(chunks: number, df: number): number {
@@ -60,8 +39,8 @@ function bm25Idf(chunks: number, df: number): number {
 export class KeywordScorer {
   /** Chunk frequency of search terms, kept until the next write. */
   private termFrequency = new Map<string, number>();
-  /** Chunk lengths by rowid. */
-  private lengths: ChunkLengths | null = null;
+  /** Chunk lengths by rowid (chunk-lengths.ts). */
+  private readonly lengths: ChunkLengthStore;
   /** Posting lists (rowid, term count) by stemmed term. */
   private postings = new Map<string, PostingList>();
   private postingsSize = 0;
@@ -70,7 +49,14 @@ export class KeywordScorer {
   private stemCache = new Map<string, string[]>();
 
   /** Its tables (`length_blocks`, `postings_cache`, and `meta` for bookkeeping) are created by the Durable Object. */
-  constructor(private readonly storage: DurableObjectStorage) {}
+  constructor(private readonly storage: DurableObjectStorage) {
+    this.lengths = new ChunkLengthStore(storage);
+  }
+
+  /** Stores written chunks' word counts (null: removed or without text), inside the writer's transaction. */
+  recordLengths(entries: { rowid: number; tokens: number | null }[]): void {
+    this.lengths.record(entries);
+  }
 
   private get sql(): SqlStorage {
     return this.storage.sql;
@@ -79,7 +65,7 @@ export class KeywordScorer {
   /** Drops what is in memory, as an eviction would (stems stay: stemming never changes). */
   forget(): void {
     this.termFrequency.clear();
-    this.lengths = null;
+    this.lengths.forget();
     this.postings.clear();
     this.postingsSize = 0;
   }
@@ -132,46 +118,6 @@ export class KeywordScorer {
     return Number(
       this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'stored_postings'").toArray()[0]?.value ?? 0,
     );
-  }
-
-  /**
-   * Stores the word counts of written chunks, or null for a removed one or one without text;
-   * inside the writer's transaction. Stored as count + 1, so 0 means "not in the keyword index".
-   */
-  recordLengths(entries: { rowid: number; tokens: number | null }[]): void {
-    this.ensureStoredLengths();
-    const byBlock = new Map<number, { rowid: number; tokens: number | null }[]>();
-    for (const e of entries) {
-      const block = Math.floor(e.rowid / LENGTH_BLOCK);
-      const list = byBlock.get(block) ?? [];
-      list.push(e);
-      byBlock.set(block, list);
-    }
-    for (const [block, list] of byBlock) {
-      const row = this.sql
-        .exec<{ data: ArrayBuffer }>("SELECT data FROM length_blocks WHERE block = ?", block)
-        .toArray()[0];
-      const data = row ? new Uint16Array(row.data.slice(0)) : new Uint16Array(LENGTH_BLOCK);
-      for (const e of list) data[e.rowid % LENGTH_BLOCK] = e.tokens === null ? 0 : Math.min(e.tokens, 65534) + 1;
-      this.sql.exec("INSERT OR REPLACE INTO length_blocks (block, data) VALUES (?, ?)", block, data.buffer);
-    }
-  }
-
-  /** Builds length_blocks from the chunks once, for an index written before it existed. */
-  private ensureStoredLengths(): void {
-    if (this.sql.exec("SELECT 1 FROM meta WHERE key = 'lengths'").toArray().length) return;
-    // All or nothing: the marker and the blocks commit together (a savepoint inside a writer's transaction).
-    this.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM length_blocks");
-      this.sql.exec("INSERT INTO meta (key, value) VALUES ('lengths', 'v1')");
-      const rows = this.sql
-        .exec<{ rowid: number; tokens: number | null; text: string | null }>(
-          "SELECT rowid, tokens, CASE WHEN tokens IS NULL THEN text END AS text FROM items WHERE text IS NOT NULL AND text != ''",
-        )
-        .toArray();
-      if (rows.length)
-        this.recordLengths(rows.map((r) => ({ rowid: r.rowid, tokens: r.tokens ?? wordCount(r.text ?? "") })));
-    });
   }
 
   /** How many chunks hold a term (as FTS5 tokenizes and stems it). */
@@ -231,44 +177,14 @@ export class KeywordScorer {
 
   /** A stem's BM25 idf, as scoreStems weighs it (FTS5's formula, floored just above 0 for stems in most chunks). */
   idfOf(stem: string): number {
-    const { count } = this.chunkLengths();
+    const { count } = this.lengths.get();
     const df = this.postingsOf(stem).rows.length;
     return bm25Idf(count, df);
   }
 
   /** Chunks in the keyword index, and how many hold a stem (its posting list's length). */
   stemFrequency(stem: string): { chunks: number; df: number } {
-    return { chunks: this.chunkLengths().count, df: this.postingsOf(stem).rows.length };
-  }
-
-  private chunkLengths(): ChunkLengths {
-    if (this.lengths) return this.lengths;
-    this.ensureStoredLengths();
-    const blocks = this.sql
-      .exec<{ block: number; data: ArrayBuffer }>("SELECT block, data FROM length_blocks ORDER BY block")
-      .toArray();
-    const last = blocks.length ? blocks[blocks.length - 1].block : -1;
-    const byRowid = new Uint16Array((last + 1) * LENGTH_BLOCK);
-    let count = 0;
-    let total = 0;
-    for (const b of blocks) {
-      const data = new Uint16Array(b.data);
-      byRowid.set(data, b.block * LENGTH_BLOCK);
-      for (let i = 0; i < data.length; i++) {
-        if (data[i] === 0) continue;
-        count++;
-        total += data[i] - 1;
-      }
-    }
-    const norm = new Float64Array(byRowid.length).fill(-1);
-    const avgdl = count ? total / count : 1;
-    for (let rowid = 0; rowid < byRowid.length; rowid++) {
-      if (byRowid[rowid] === 0) continue;
-      const length = byRowid[rowid] - 1;
-      norm[rowid] = BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgdl);
-    }
-    this.lengths = { byRowid, count, total, norm };
-    return this.lengths;
+    return { chunks: this.lengths.get().count, df: this.postingsOf(stem).rows.length };
   }
 
   /** Which chunks hold a stemmed term, and how often: FTS5's own index, read once and cached (in memory and in SQLite). */
@@ -322,7 +238,7 @@ export class KeywordScorer {
     topK: number,
     allowed: Set<number> | undefined,
   ): { rowid: number; score: number }[] {
-    const { byRowid, count, norm } = this.chunkLengths();
+    const { byRowid, count, norm } = this.lengths.get();
     if (count === 0 || stems.size === 0) return [];
     if (this.scoreBuffer.length < byRowid.length) {
       this.scoreBuffer = new Float64Array(byRowid.length);
