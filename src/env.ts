@@ -78,6 +78,8 @@ export interface Env {
   KB_VECTOR_BACKEND?: string;
   /** Chunks one knowledge base may hold (default 200,000, or 1,000,000 with Vectorize). */
   KB_MAX_CHUNKS?: string;
+  /** "on" when the D1 database has read replication enabled: lookups that need not see the newest write use a session (src/db/client.ts). */
+  D1_READ_REPLICAS?: string;
   /**
    * Optional: a Worker (an egress proxy) through which knowledge-base web pages (`url_data`) are
    * fetched, after the SSRF guard has checked each URL; unset, they are fetched directly.

@@ -30,9 +30,13 @@ function sessionDatabase(db: D1Database, session: D1DatabaseSession): D1Database
  * find (a row written moments ago, e.g. an API key just created) is read again from the primary:
  * a miss is never stale, only a hit can be (by the replica's lag: a key revoked or a knowledge
  * base deleted that recently may still be found). Writes and reads that must see the caller's own
- * last write use database(env), which is the primary.
+ * last write use database(env), which is the primary. Only with D1_READ_REPLICAS=on (read
+ * replication is switched on per database, in the dashboard or API).
  */
 export async function readNearest<T>(env: Env, read: (db: Database) => Promise<T[]>): Promise<T[]> {
+  // Off unless the database replicates: a session then buys nothing, and locally it costs ~3.5 ms a
+  // read (BENCHMARKS.md, "Speed").
+  if (env.D1_READ_REPLICAS !== "on") return read(database(env));
   const rows = await read(drizzle(sessionDatabase(env.DB, env.DB.withSession("first-unconstrained"))));
   return rows.length ? rows : read(database(env));
 }

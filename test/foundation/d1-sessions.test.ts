@@ -37,7 +37,7 @@ function sessionRecordingDb(replica: Replica): { db: D1Database; sessions: strin
 
 async function askKb(db: D1Database, key: string, kb: string): Promise<Response> {
   return callWith(
-    { DB: db },
+    { DB: db, D1_READ_REPLICAS: "on" },
     `/v1/knowledge-base/${kb}/query`,
     json({ queries: ["tidal energy"], search_metadata: { top_k: 3 } }, bearer(key)),
   );
@@ -60,7 +60,7 @@ describe("D1 sessions: reads that may come from a replica", () => {
     // Creating a knowledge base (a write, and its read-your-writes checks) opens no session.
     const writes = sessionRecordingDb("current");
     const created = await callWith(
-      { DB: writes.db },
+      { DB: writes.db, D1_READ_REPLICAS: "on" },
       "/v1/knowledge-base",
       json({ name: "primary-only" }, bearer(key)),
     );
@@ -81,5 +81,19 @@ describe("D1 sessions: reads that may come from a replica", () => {
     const refused = await askKb(db, "sk_0000000000000000000000000000000000000000000000000000000000000000", kb);
     expect(refused.status).toBe(401);
     expect(await refused.json()).toEqual({ error: "Invalid API key" });
+  });
+
+  it("opens no session unless D1_READ_REPLICAS is on (a database without replicas gains nothing from one)", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const { db, sessions } = sessionRecordingDb("current");
+    const res = await callWith(
+      { DB: db },
+      `/v1/knowledge-base/${kb}/query`,
+      json({ queries: ["tidal energy"], search_metadata: { top_k: 3 } }, bearer(key)),
+    );
+    expect(res.status).toBe(200);
+    expect(sessions).toEqual([]);
   });
 });
