@@ -9,8 +9,8 @@ export { wordCount } from "./chunk-lengths";
 const MAX_CACHED_POSTINGS = 4_000_000;
 /** A term's postings are kept in SQLite only up to this many entries (6 bytes each, under the 2 MB row cap). */
 const MAX_STORED_POSTINGS = 250_000;
-/** Stored posting entries at most (6 bytes each); past it, lists read on first use stay in memory only. */
-const MAX_STORED_TOTAL = 4_000_000;
+/** Stored posting entries at most (6 bytes each, 48 MB of SQLite): every term of a 200k-chunk index fits (~34 per chunk, BENCHMARKS.md); past it, lists read on first use stay in memory only. */
+const MAX_STORED_TOTAL = 8_000_000;
 
 /** Words stemmed per INSERT: two bound parameters each, under SQLite's 100 per statement. */
 const STEM_BATCH = 45;
