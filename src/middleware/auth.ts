@@ -6,7 +6,7 @@ import { AppError } from "../lib/errors";
 import { verifyToken } from "../lib/signed-token";
 import { sha256Hex } from "../lib/crypto";
 import { enforceLimit } from "./limits";
-import { database } from "../db/client";
+import { database, readNearest } from "../db/client";
 import { apiKeys, users } from "../db/schema/identity";
 
 /** `api_key`: Group A (API key only); `bearer`: Group B (access token or API key). */
@@ -24,21 +24,23 @@ const LAST_USED_EVERY_MS = 60_000;
 
 async function authFromApiKey(c: Context<AppBindings>, key: string): Promise<AuthContext | null> {
   if (!key.startsWith(API_KEY_PREFIX) || key.length > 200) return null;
-  const db = database(c.env);
   const hash = await sha256Hex(key);
-  const rows = await db
-    .select({
-      keyId: apiKeys.id,
-      lastUsedAt: apiKeys.lastUsedAt,
-      userId: users.id,
-      orgId: users.orgId,
-      role: users.role,
-      suspended: users.suspended,
-    })
-    .from(apiKeys)
-    .innerJoin(users, eq(users.id, apiKeys.userId))
-    .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
-    .limit(1);
+  // Every /v1 request reads its key: from a replica when one is near (readNearest; a key not found there is read from the primary).
+  const rows = await readNearest(c.env, (db) =>
+    db
+      .select({
+        keyId: apiKeys.id,
+        lastUsedAt: apiKeys.lastUsedAt,
+        userId: users.id,
+        orgId: users.orgId,
+        role: users.role,
+        suspended: users.suspended,
+      })
+      .from(apiKeys)
+      .innerJoin(users, eq(users.id, apiKeys.userId))
+      .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
+      .limit(1),
+  );
   const row = rows[0];
   if (!row || row.suspended) return null;
   // Per key, in either group: one key (or one leaked key) cannot flood the service.

@@ -653,6 +653,39 @@ describe("knowledge bases: the index Durable Object", () => {
     );
   });
 
+  it("answers the same after its posting lists are read ahead in slices (the warm pass) and after a reload", async () => {
+    const { key, kb } = await corpusKb();
+    const bodies = ["whales bread rockets", "marine mammals migrate", "baking sourdough loaves"].map((text) => ({
+      queries: [text],
+      search_metadata: { top_k: 10 },
+    }));
+    const scores = async () =>
+      Promise.all(
+        bodies.map(async (body) => (await query(key, kb, body)).items.map((i) => [i.id, Number(i.score).toFixed(6)])),
+      );
+    const before = await scores();
+    // Nothing cached: the warm pass reads every term from FTS5, a few occurrences per slice, resuming where it stopped.
+    const slices = await runInDurableObject(kbStub(kb), (instance, state) => {
+      state.storage.sql.exec("DELETE FROM postings_cache");
+      state.storage.sql.exec("DELETE FROM meta WHERE key IN ('stored_postings', 'warm_after', 'warm_done')");
+      let n = 1;
+      while (!instance.warmPostings(5)) n++;
+      const terms = state.storage.sql.exec<{ n: number }>("SELECT count(DISTINCT term) AS n FROM items_terms").one().n;
+      const stored = state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM postings_cache").one().n;
+      expect(stored).toBe(terms);
+      return n;
+    });
+    expect(slices).toBeGreaterThan(1);
+    await evictDurableObject(kbStub(kb));
+    expect(await scores()).toEqual(before);
+    // A write starts the pass over (its lists are stale), and the answers follow the write.
+    await indexText(key, kb, "more-bread.txt", "Rye bread and sourdough bread rise slowly overnight.");
+    const reset = await runInDurableObject(kbStub(kb), (_instance, state) =>
+      state.storage.sql.exec("SELECT key FROM meta WHERE key IN ('warm_after', 'warm_done')").toArray(),
+    );
+    expect(reset).toEqual([]);
+  });
+
   it("scores keywords exactly as FTS5's bm25() ranks them", async () => {
     const org = await seedOrg();
     const key = org.owner.apiKey;

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, inArray } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
-import { database } from "../../db/client";
+import { database, readNearest } from "../../db/client";
 import {
   kbDocuments,
   knowledgeBases,
@@ -105,6 +105,21 @@ export async function visibleKnowledgeBase(env: Env, auth: AuthContext, id: stri
     .from(knowledgeBases)
     .where(and(eq(knowledgeBases.id, id), eq(knowledgeBases.orgId, auth.orgId)))
     .limit(1);
+  return assertVisible(rows[0], auth, "knowledge base");
+}
+
+/**
+ * The same for a query, which does not need the newest write: read from the nearest D1 replica
+ * (readNearest; a knowledge base not found there is looked up on the primary).
+ */
+export async function queryableKnowledgeBase(env: Env, auth: AuthContext, id: string): Promise<KnowledgeBaseRow> {
+  const rows = await readNearest(env, (db) =>
+    db
+      .select()
+      .from(knowledgeBases)
+      .where(and(eq(knowledgeBases.id, id), eq(knowledgeBases.orgId, auth.orgId)))
+      .limit(1),
+  );
   return assertVisible(rows[0], auth, "knowledge base");
 }
 

@@ -14,7 +14,7 @@ import type { Scored } from "./index/hybrid-search";
 import { resolveEmbedder } from "./embedders";
 import { indexStub } from "./durable-object-vector-index";
 import type { MissingShard } from "./shard-scatter";
-import { visibleKnowledgeBase } from "./knowledge-bases.service";
+import { queryableKnowledgeBase } from "./knowledge-bases.service";
 import { vectorIndexFor } from "./vector-backend";
 import type { QueryInput } from "./knowledge-bases.schemas";
 import {
@@ -303,7 +303,7 @@ export async function queryKnowledgeBase(
   input: QueryInput,
   hooks: QueryHooks = NO_HOOKS,
 ): Promise<QueryResult> {
-  return queryVisibleKnowledgeBase(env, await visibleKnowledgeBase(env, auth, kbId), input, hooks);
+  return queryVisibleKnowledgeBase(env, await queryableKnowledgeBase(env, auth, kbId), input, hooks);
 }
 
 /** The same, for a caller that has already checked the knowledge base is visible (one D1 read saved per query). */

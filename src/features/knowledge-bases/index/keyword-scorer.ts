@@ -1,17 +1,19 @@
 import { TopK } from "./vector-index";
 import { matchExpression } from "./keyword-query";
+import { readPostings, resetWarm, warmSlice, type PostingList } from "./postings-warmer";
+import { BM25_K1, ChunkLengthStore } from "./chunk-lengths";
 
-/** BM25 constants, as FTS5's bm25() uses them. */
-const BM25_K1 = 1.2;
-const BM25_B = 0.6;
+export { wordCount } from "./chunk-lengths";
+
 /** Cached posting entries above which the cache starts over (memory bound, ~10 bytes each). */
 const MAX_CACHED_POSTINGS = 4_000_000;
-/** Chunk lengths per stored row of `length_blocks` (uint16 each: 8 KiB a row). */
-const LENGTH_BLOCK = 4096;
 /** A term's postings are kept in SQLite only up to this many entries (6 bytes each, under the 2 MB row cap). */
 const MAX_STORED_POSTINGS = 250_000;
-/** Stored posting entries above which the stored cache starts over. */
-const MAX_STORED_TOTAL = 4_000_000;
+/** Stored posting entries at most (6 bytes each, 48 MB of SQLite): every term of a 200k-chunk index fits (~34 per chunk, BENCHMARKS.md); past it, lists read on first use stay in memory only. */
+const MAX_STORED_TOTAL = 8_000_000;
+
+/** Words stemmed per INSERT: two bound parameters each, under SQLite's 100 per statement. */
+const STEM_BATCH = 45;
 
 class Rollback extends Error {}
 
@@ -20,13 +22,6 @@ export interface KeywordStats {
   chunks: number;
   total: number;
   df: Record<string, number>;
-}
-
-/** Words as FTS5's unicode61 tokenizer counts them: the document length BM25 normalises by. */
-export function wordCount(text: string): number {
-  let n = 0;
-  for (const _ of text.matchAll(/[\p{L}\p{N}]+/gu)) n++;
-  return n;
 }
 
 /** FTS5's bm25() idf: ln((N - df + 0.5) / (df + 0.5)), floored at 1e-6 so a term in most chunks still counts a little. */
@@ -51,16 +46,24 @@ export function bm25Idf(chunks: number, df: number): number {
 export class KeywordScorer {
   /** Chunk frequency of search terms, kept until the next write. */
   private termFrequency = new Map<string, number>();
-  /** Chunk lengths by rowid. */
-  private lengths: { byRowid: Uint16Array; count: number; total: number } | null = null;
+  /** Chunk lengths by rowid (chunk-lengths.ts). */
+  private readonly lengths: ChunkLengthStore;
   /** Posting lists (rowid, term count) by stemmed term. */
-  private postings = new Map<string, { rows: Int32Array; tfs: Uint16Array }>();
+  private postings = new Map<string, PostingList>();
   private postingsSize = 0;
   private scoreBuffer = new Float64Array(0);
+  private touchedBuffer = new Int32Array(0);
   private stemCache = new Map<string, string[]>();
 
   /** Its tables (`length_blocks`, `postings_cache`, and `meta` for bookkeeping) are created by the Durable Object. */
-  constructor(private readonly storage: DurableObjectStorage) {}
+  constructor(private readonly storage: DurableObjectStorage) {
+    this.lengths = new ChunkLengthStore(storage);
+  }
+
+  /** Stores written chunks' word counts (null: removed or without text), inside the writer's transaction. */
+  recordLengths(entries: { rowid: number; tokens: number | null }[]): void {
+    this.lengths.record(entries);
+  }
 
   private get sql(): SqlStorage {
     return this.storage.sql;
@@ -69,7 +72,7 @@ export class KeywordScorer {
   /** Drops what is in memory, as an eviction would (stems stay: stemming never changes). */
   forget(): void {
     this.termFrequency.clear();
-    this.lengths = null;
+    this.lengths.forget();
     this.postings.clear();
     this.postingsSize = 0;
   }
@@ -79,46 +82,49 @@ export class KeywordScorer {
     this.forget();
     this.sql.exec("DELETE FROM postings_cache");
     this.sql.exec("DELETE FROM meta WHERE key = 'stored_postings'");
+    resetWarm(this.sql);
   }
 
   /**
-   * Stores the word counts of written chunks, or null for a removed one or one without text;
-   * inside the writer's transaction. Stored as count + 1, so 0 means "not in the keyword index".
+   * One slice of the warm pass (postings-warmer.ts): the next terms' postings read from FTS5 into
+   * the stored cache, and into memory while it has room. Answers whether the pass is done.
    */
-  recordLengths(entries: { rowid: number; tokens: number | null }[]): void {
-    this.ensureStoredLengths();
-    const byBlock = new Map<number, { rowid: number; tokens: number | null }[]>();
-    for (const e of entries) {
-      const block = Math.floor(e.rowid / LENGTH_BLOCK);
-      const list = byBlock.get(block) ?? [];
-      list.push(e);
-      byBlock.set(block, list);
-    }
-    for (const [block, list] of byBlock) {
-      const row = this.sql
-        .exec<{ data: ArrayBuffer }>("SELECT data FROM length_blocks WHERE block = ?", block)
-        .toArray()[0];
-      const data = row ? new Uint16Array(row.data.slice(0)) : new Uint16Array(LENGTH_BLOCK);
-      for (const e of list) data[e.rowid % LENGTH_BLOCK] = e.tokens === null ? 0 : Math.min(e.tokens, 65534) + 1;
-      this.sql.exec("INSERT OR REPLACE INTO length_blocks (block, data) VALUES (?, ?)", block, data.buffer);
-    }
+  warmStep(sliceRows?: number): boolean {
+    let done = false;
+    this.storage.transactionSync(() => {
+      let total = this.storedTotal();
+      done = warmSlice(
+        this.sql,
+        {
+          keep: (term, list) => {
+            if (list.rows.length > MAX_STORED_POSTINGS) return true;
+            if (this.sql.exec("SELECT 1 FROM postings_cache WHERE term = ?", term).toArray().length) return true;
+            if (total + list.rows.length > MAX_STORED_TOTAL) return false;
+            total += list.rows.length;
+            this.sql.exec(
+              "INSERT INTO postings_cache (term, rows, tfs) VALUES (?, ?, ?)",
+              term,
+              list.rows.buffer,
+              list.tfs.buffer,
+            );
+            if (!this.postings.has(term) && this.postingsSize + list.rows.length <= MAX_CACHED_POSTINGS) {
+              this.postings.set(term, list);
+              this.postingsSize += list.rows.length;
+            }
+            return true;
+          },
+        },
+        sliceRows,
+      );
+      this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('stored_postings', ?)", String(total));
+    });
+    return done;
   }
 
-  /** Builds length_blocks from the chunks once, for an index written before it existed. */
-  private ensureStoredLengths(): void {
-    if (this.sql.exec("SELECT 1 FROM meta WHERE key = 'lengths'").toArray().length) return;
-    // All or nothing: the marker and the blocks commit together (a savepoint inside a writer's transaction).
-    this.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM length_blocks");
-      this.sql.exec("INSERT INTO meta (key, value) VALUES ('lengths', 'v1')");
-      const rows = this.sql
-        .exec<{ rowid: number; tokens: number | null; text: string | null }>(
-          "SELECT rowid, tokens, CASE WHEN tokens IS NULL THEN text END AS text FROM items WHERE text IS NOT NULL AND text != ''",
-        )
-        .toArray();
-      if (rows.length)
-        this.recordLengths(rows.map((r) => ({ rowid: r.rowid, tokens: r.tokens ?? wordCount(r.text ?? "") })));
-    });
+  private storedTotal(): number {
+    return Number(
+      this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'stored_postings'").toArray()[0]?.value ?? 0,
+    );
   }
 
   /** How many chunks hold a term (as FTS5 tokenizes and stems it). */
@@ -144,9 +150,14 @@ export class KeywordScorer {
       const found = new Map<string, string[]>(missing.map((w) => [w, []]));
       try {
         this.storage.transactionSync(() => {
-          missing.forEach((word, i) =>
-            this.sql.exec("INSERT INTO scratch_fts (rowid, text) VALUES (?, ?)", i + 1, word),
-          );
+          // Many rows a statement (each crossing into SQLite costs more than tokenizing one word).
+          for (let i = 0; i < missing.length; i += STEM_BATCH) {
+            const part = missing.slice(i, i + STEM_BATCH);
+            this.sql.exec(
+              `INSERT INTO scratch_fts (rowid, text) VALUES ${part.map(() => "(?, ?)").join(", ")}`,
+              ...part.flatMap((word, j) => [i + j + 1, word]),
+            );
+          }
           for (const row of this.sql
             .exec<{ term: string; doc: number }>("SELECT term, doc FROM scratch_words")
             .toArray())
@@ -173,43 +184,20 @@ export class KeywordScorer {
 
   /** A stem's BM25 idf, as scoreStems weighs it (FTS5's formula, floored just above 0 for stems in most chunks). */
   idfOf(stem: string): number {
-    const { count } = this.chunkLengths();
+    const { count } = this.lengths.get();
     const df = this.postingsOf(stem).rows.length;
     return bm25Idf(count, df);
   }
 
   /** What BM25 needs about the whole index for some stems: chunks, their total length, each stem's df. */
   collectionStats(stems: string[]): KeywordStats {
-    const { count, total } = this.chunkLengths();
+    const { count, total } = this.lengths.get();
     return { chunks: count, total, df: Object.fromEntries(stems.map((s) => [s, this.postingsOf(s).rows.length])) };
   }
 
   /** Chunks in the keyword index, and how many hold a stem (its posting list's length). */
   stemFrequency(stem: string): { chunks: number; df: number } {
-    return { chunks: this.chunkLengths().count, df: this.postingsOf(stem).rows.length };
-  }
-
-  private chunkLengths(): { byRowid: Uint16Array; count: number; total: number } {
-    if (this.lengths) return this.lengths;
-    this.ensureStoredLengths();
-    const blocks = this.sql
-      .exec<{ block: number; data: ArrayBuffer }>("SELECT block, data FROM length_blocks ORDER BY block")
-      .toArray();
-    const last = blocks.length ? blocks[blocks.length - 1].block : -1;
-    const byRowid = new Uint16Array((last + 1) * LENGTH_BLOCK);
-    let count = 0;
-    let total = 0;
-    for (const b of blocks) {
-      const data = new Uint16Array(b.data);
-      byRowid.set(data, b.block * LENGTH_BLOCK);
-      for (let i = 0; i < data.length; i++) {
-        if (data[i] === 0) continue;
-        count++;
-        total += data[i] - 1;
-      }
-    }
-    this.lengths = { byRowid, count, total };
-    return this.lengths;
+    return { chunks: this.lengths.get().count, df: this.postingsOf(stem).rows.length };
   }
 
   /** Which chunks hold a stemmed term, and how often: FTS5's own index, read once and cached (in memory and in SQLite). */
@@ -222,7 +210,7 @@ export class KeywordScorer {
       .toArray()[0];
     if (stored) entry = { rows: new Int32Array(stored.rows), tfs: new Uint16Array(stored.tfs) };
     else {
-      entry = this.readPostings(stem);
+      entry = readPostings(this.sql, stem);
       this.store(stem, entry);
     }
     if (this.postingsSize + entry.rows.length > MAX_CACHED_POSTINGS) {
@@ -234,46 +222,12 @@ export class KeywordScorer {
     return entry;
   }
 
-  /**
-   * A term's postings from FTS5's index: one row per occurrence, in chunk order, counted into
-   * (chunk, term count) pairs as they stream (about twice as fast as GROUP BY with row objects:
-   * 10 ms instead of 21 ms for a term in 22k of 100k chunks).
-   */
-  private readPostings(stem: string): { rows: Int32Array; tfs: Uint16Array } {
-    const docs: number[] = [];
-    const counts: number[] = [];
-    let ordered = true;
-    for (const [doc] of this.sql.exec("SELECT doc FROM items_terms WHERE term = ?", stem).raw()) {
-      const id = Number(doc);
-      const last = docs.length - 1;
-      if (last >= 0 && docs[last] === id) counts[last]++;
-      else {
-        if (last >= 0 && id < docs[last]) ordered = false;
-        docs.push(id);
-        counts.push(1);
-      }
-    }
-    if (!ordered) {
-      // Not in chunk order after all: merge repeated chunks (never seen, but never trusted either).
-      const merged = new Map<number, number>();
-      docs.forEach((d, i) => merged.set(d, (merged.get(d) ?? 0) + counts[i]));
-      docs.length = 0;
-      counts.length = 0;
-      for (const [d, n] of [...merged].sort((a, b) => a[0] - b[0])) {
-        docs.push(d);
-        counts.push(n);
-      }
-    }
-    return { rows: Int32Array.from(docs), tfs: Uint16Array.from(counts, (n) => Math.min(n, 65535)) };
-  }
-
   private store(stem: string, entry: { rows: Int32Array; tfs: Uint16Array }): void {
     if (entry.rows.length > MAX_STORED_POSTINGS) return;
-    const total = Number(
-      this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'stored_postings'").toArray()[0]?.value ?? 0,
-    );
-    if (total + entry.rows.length > MAX_STORED_TOTAL) this.sql.exec("DELETE FROM postings_cache");
-    const next = total + entry.rows.length > MAX_STORED_TOTAL ? entry.rows.length : total + entry.rows.length;
+    const total = this.storedTotal();
+    // Full: this list stays in memory only (emptying the store would throw away a warm pass's work).
+    if (total + entry.rows.length > MAX_STORED_TOTAL) return;
+    const next = total + entry.rows.length;
     this.sql.exec(
       "INSERT OR REPLACE INTO postings_cache (term, rows, tfs) VALUES (?, ?, ?)",
       stem,
@@ -300,34 +254,46 @@ export class KeywordScorer {
     allowed: Set<number> | undefined,
     stats?: KeywordStats,
   ): { rowid: number; score: number }[] {
-    const lengths = this.chunkLengths();
+    const lengths = this.lengths.get();
     const { byRowid } = lengths;
+    // Another shard's view of the collection (a sharded query's global statistics) or this index's own.
     const count = stats ? stats.chunks : lengths.count;
     const total = stats ? stats.total : lengths.total;
     if (lengths.count === 0 || count === 0 || stems.size === 0) return [];
-    const avgdl = total / count;
-    if (this.scoreBuffer.length < byRowid.length) this.scoreBuffer = new Float64Array(byRowid.length);
+    const norm = this.lengths.normFor(count, total);
+    if (this.scoreBuffer.length < byRowid.length) {
+      this.scoreBuffer = new Float64Array(byRowid.length);
+      this.touchedBuffer = new Int32Array(byRowid.length);
+    }
     const scores = this.scoreBuffer;
-    const touched: number[] = [];
+    const touched = this.touchedBuffer;
+    let touchedCount = 0;
+    const rowLimit = norm.length;
     for (const [stem, weight] of stems) {
       const { rows, tfs } = this.postingsOf(stem);
       if (rows.length === 0 || !(weight > 0)) continue;
       const w = bm25Idf(count, stats ? (stats.df[stem] ?? rows.length) : rows.length) * weight * (BM25_K1 + 1);
       for (let i = 0; i < rows.length; i++) {
         const rowid = rows[i];
-        // 0: no stored length, so not a keyword row this scorer knows (never expected; never scored as length -1).
-        if (rowid >= byRowid.length || byRowid[rowid] === 0 || (allowed && !allowed.has(rowid))) continue;
+        if (rowid >= rowLimit) continue;
+        const n = norm[rowid];
+        // -1: no stored length, so not a keyword row this scorer knows (never expected; never scored).
+        if (n < 0 || (allowed && !allowed.has(rowid))) continue;
         const tf = tfs[i];
-        const length = byRowid[rowid] - 1;
-        const s = (w * tf) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgdl));
-        if (scores[rowid] === 0) touched.push(rowid);
+        const s = (w * tf) / (tf + n);
+        if (scores[rowid] === 0) touched[touchedCount++] = rowid;
         scores[rowid] += s;
       }
     }
     const best = new TopK(topK);
-    for (const rowid of touched) {
-      best.push(scores[rowid], rowid);
+    let threshold = -Infinity;
+    for (let i = 0; i < touchedCount; i++) {
+      const rowid = touched[i];
+      const score = scores[rowid];
       scores[rowid] = 0;
+      if (score <= threshold) continue;
+      best.push(score, rowid);
+      threshold = best.threshold;
     }
     return best.sorted().map((r) => ({ rowid: r.item, score: r.score }));
   }

@@ -33,6 +33,7 @@ import { readCopies, writeCopies } from "./shard-copies";
 import { rpcStub, type RpcSurface } from "../../../durable-objects/rpc-stub";
 
 type KnowledgeBaseIndexPeer = RpcSurface<KnowledgeBaseIndex>;
+import { WARM_MIN_CHUNKS, warmed } from "./postings-warmer";
 
 /** How long after a failed D1 report the alarm retries it. */
 const RESUME_AFTER_MS = 30_000;
@@ -83,6 +84,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly writer: SmallDocumentWriter;
   private readonly stages: ShardStages;
   private readonly splitter: ShardSplitter;
+  /** Whether this instance has looked for an unfinished warm pass (an index warmed before, or never). */
+  private warmChecked = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -190,6 +193,10 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   /** A query's whole retrieval in one call (see ChunkRetriever.retrieve). */
   async retrieve(request: RetrieveRequest): Promise<RetrieveResult> {
+    if (!this.warmChecked) {
+      this.warmChecked = true;
+      await this.scheduleWarm();
+    }
     const result = this.retriever.retrieve(request);
     const backlog = this.indexingBacklog();
     return backlog.chunks > 0 ? { ...result, indexing: backlog } : result;
@@ -221,6 +228,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       const { chunks } = await this.peerOf(index).deleteDocuments(ids);
       removed.push(...chunks);
     }
+    await this.scheduleWarm();
     return { chunks: removed };
   }
 
@@ -306,6 +314,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     if (!options.start) return { status: "indexing", remaining: job.chunks.length };
     const result = await this.step(job.documentId);
     if (result.status === "indexing" || this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
+    else await this.scheduleWarm();
     return result;
   }
 
@@ -318,6 +327,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     if (forwarded.size === 0) {
       const results = await this.writer.ingest(jobs, audit, heldElsewhere);
       if (this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
+      else await this.scheduleWarm();
       return results;
     }
     // Some documents belong to another shard now (a split this caller had not seen): each part goes to its owner.
@@ -569,14 +579,37 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       await this.splitter.step();
     } else {
       await this.web.step(Date.now());
+      // Idle otherwise: one slice of reading posting lists ahead of queries (postings-warmer.ts).
+      if (!this.web.crawling() && this.needsWarm()) this.warmPostings();
     }
     await this.scheduleNext();
+  }
+
+  /** One slice of the warm pass (postings-warmer.ts); answers whether every term is read. The alarm runs it; tests call it on small indexes. */
+  warmPostings(sliceRows?: number): boolean {
+    return this.keywords.warmStep(sliceRows);
+  }
+
+  /** A large index whose posting lists are not all read since the last write (small ones read fast enough on demand). */
+  private needsWarm(): boolean {
+    if (warmed(this.sql)) return false;
+    // max(rowid) is one index lookup and at least the chunk count (rowids are dense).
+    const top = this.sql.exec<{ n: number | null }>("SELECT max(rowid) AS n FROM items").one().n ?? 0;
+    return top >= WARM_MIN_CHUNKS;
+  }
+
+  /** After a write (or on first use): the alarm runs now if a warm pass is due and nothing sooner is set. */
+  private async scheduleWarm(): Promise<void> {
+    if (!this.needsWarm()) return;
+    const at = await this.ctx.storage.getAlarm();
+    if (at === null || at > Date.now()) await this.ctx.storage.setAlarm(Date.now());
   }
 
   /** The alarm runs at once while chunks are pending or a crawl is in progress, else when the next rescrape is due. */
   private async scheduleNext(): Promise<void> {
     const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
-    if (pending > 0 || this.web.crawling() || this.splitter.wantsStep()) return this.ctx.storage.setAlarm(Date.now());
+    if (pending > 0 || this.web.crawling() || this.splitter.wantsStep() || this.needsWarm())
+      return this.ctx.storage.setAlarm(Date.now());
     const unreported = this.sql
       .exec<{ n: number }>("SELECT count(*) AS n FROM finished WHERE outcome IS NOT NULL")
       .one().n;

@@ -9,7 +9,7 @@ import type { ChatModel, Reranker } from "../../../providers/types";
 import { UsageMeter } from "../../../providers/usage";
 import { indexStub } from "../durable-object-vector-index";
 import type { QueryInput } from "../knowledge-bases.schemas";
-import { visibleKnowledgeBase } from "../knowledge-bases.service";
+import { queryableKnowledgeBase } from "../knowledge-bases.service";
 import { FilterParseError, parseQdrantFilter } from "../metadata-filter";
 import {
   planQuery,
@@ -119,7 +119,7 @@ export async function queryWithModelOptions(
   input: QueryInput,
   deps: ProviderDeps,
 ): Promise<KnowledgeBaseQueryResult> {
-  const kb = await visibleKnowledgeBase(env, auth, kbId);
+  const kb = await queryableKnowledgeBase(env, auth, kbId);
   const config = input.config ?? {};
   const usage = new UsageMeter();
   const qaModelName = config.question_answering_config?.qa_model;
