@@ -81,6 +81,8 @@ export interface Env {
   KB_MAX_CHUNKS?: string;
   /** Chunks one index shard holds before it splits in two (default 100000). */
   KB_SHARD_SPLIT_CHUNKS?: string;
+  /** Read replicas per index shard that queries spread over (default 0: none). */
+  KB_READ_REPLICAS?: string;
   /**
    * Optional: a Worker (an egress proxy) through which knowledge-base web pages (`url_data`) are
    * fetched, after the SSRF guard has checked each URL; unset, they are fetched directly.

@@ -1,0 +1,93 @@
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { bearer, callWith, json, seedOrg } from "../helpers";
+import { createKb, indexText, query, send, type Body } from "./kb-fixtures";
+import { shardStub } from "./shard-fixtures";
+import { replicaName } from "../../src/features/knowledge-bases/index/replicas";
+
+const REPLICAS = 2;
+
+function replica(kbId: string, r: number) {
+  return shardStub(replicaName(kbId, r), 0);
+}
+
+/** A query through the Worker configured with read replicas. */
+async function replicaQuery(apiKey: string, kbId: string, body: Body): Promise<Body[]> {
+  const res = await callWith({ KB_READ_REPLICAS: String(REPLICAS) }, `/v1/knowledge-base/${kbId}/query`, {
+    ...json(body),
+    headers: { ...bearer(apiKey), "content-type": "application/json" },
+  });
+  expect(res.status).toBe(200);
+  const result = ((await res.json()) as Body).result as Body;
+  return result.chunks as Body[];
+}
+
+const ask = { queries: ["whale ocean bread"], search_metadata: { top_k: 10 } };
+
+async function served(kbId: string): Promise<number[]> {
+  return Promise.all(
+    Array.from({ length: REPLICAS }, (_, i) =>
+      replica(kbId, i + 1)
+        .replicaStats()
+        .then((s) => s.served),
+    ),
+  );
+}
+
+async function syncAll(kbId: string): Promise<void> {
+  for (let r = 1; r <= REPLICAS; r++) await replica(kbId, r).replicaSync(kbId, replicaName(kbId, r));
+}
+
+describe("read replicas", () => {
+  it("answer exactly as the primary, follow writes, are skipped when broken, and go with the knowledge base", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    await indexText(key, kb, "whales.txt", "Whales are marine mammals of the ocean. The blue whale is huge.");
+    const bread = await indexText(
+      key,
+      kb,
+      "bread.txt",
+      "Sourdough bread rises with wild yeast; bread and whale stories.",
+    );
+    await indexText(key, kb, "ocean.txt", "The ocean covers most of the planet. Whales swim in every ocean.");
+
+    // Never synced: the replicas answer `behind` and the primary answers.
+    const primary = (await query(key, kb, ask)).items;
+    expect(primary.length).toBeGreaterThan(0);
+    expect(await replicaQuery(key, kb, ask)).toEqual(primary);
+
+    await syncAll(kb);
+    const before = await served(kb);
+    for (let i = 0; i < 6; i++) expect(await replicaQuery(key, kb, ask)).toEqual(primary);
+    const after = await served(kb);
+    // Reads really spread: every replica answered some of them.
+    after.forEach((n, i) => expect(n).toBeGreaterThan(before[i]));
+
+    // A write and a delete: the primary pushes them to its replicas before answering.
+    await indexText(key, kb, "more.txt", "Bread, whales and the ocean again: a new ocean whale bread note.");
+    const del = await send(`/v1/knowledge-base/${kb}/documents?document_ids=${bread}`, key, { method: "DELETE" });
+    expect(del.status).toBe(200);
+    const fresh = (await query(key, kb, ask)).items;
+    expect(fresh).not.toEqual(primary);
+    expect(fresh.some((c) => c.document_id === bread)).toBe(false);
+    const mid = await served(kb);
+    for (let i = 0; i < 6; i++) expect(await replicaQuery(key, kb, ask)).toEqual(fresh);
+    (await served(kb)).forEach((n, i) => expect(n).toBeGreaterThan(mid[i]));
+
+    // A broken replica is not used: the answer stays the primary's.
+    await runInDurableObject(replica(kb, 1), (_instance, state) => {
+      state.storage.sql.exec("DROP TABLE items");
+    });
+    for (let i = 0; i < 6; i++) expect(await replicaQuery(key, kb, ask)).toEqual(fresh);
+
+    // Deleting the knowledge base empties its replicas.
+    const gone = await send(`/v1/knowledge-base/${kb}`, key, { method: "DELETE" });
+    expect(gone.status).toBeLessThan(300);
+    const left = await runInDurableObject(
+      replica(kb, 2),
+      (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items").one().n,
+    );
+    expect(left).toBe(0);
+  });
+});
