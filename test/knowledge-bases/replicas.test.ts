@@ -2,13 +2,14 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { bearer, callWith, json, seedOrg } from "../helpers";
 import { createKb, indexText, query, send, type Body } from "./kb-fixtures";
-import { shardStub } from "./shard-fixtures";
+import { forceSmallShards, indexBatches, splitUntilSettled, shardStub } from "./shard-fixtures";
 import { replicaName } from "../../src/features/knowledge-bases/index/replicas";
+import { shardName } from "../../src/features/knowledge-bases/index/shard-map";
 
 const REPLICAS = 2;
 
-function replica(kbId: string, r: number) {
-  return shardStub(replicaName(kbId, r), 0);
+function replica(kbId: string, r: number, shard = 0) {
+  return shardStub(replicaName(shardName(kbId, shard), r), 0);
 }
 
 /** A query through the Worker configured with read replicas. */
@@ -64,7 +65,12 @@ describe("read replicas", () => {
     // Reads really spread: every replica answered some of them.
     after.forEach((n, i) => expect(n).toBeGreaterThan(before[i]));
 
-    // A write and a delete: the primary pushes them to its replicas before answering.
+    // Replica 2 drops out of the primary's list, so the next writes leave it behind with old data.
+    await runInDurableObject(shardStub(kb, 0), (_instance, state) => {
+      state.storage.sql.exec("DELETE FROM replica_members WHERE name = ?", replicaName(kb, 2));
+    });
+    const behindBefore = (await replica(kb, 2).replicaStats()).behind;
+    // A write and a delete: the primary pushes them to its (listed) replicas before answering.
     await indexText(key, kb, "more.txt", "Bread, whales and the ocean again: a new ocean whale bread note.");
     const del = await send(`/v1/knowledge-base/${kb}/documents?document_ids=${bread}`, key, { method: "DELETE" });
     expect(del.status).toBe(200);
@@ -73,7 +79,14 @@ describe("read replicas", () => {
     expect(fresh.some((c) => c.document_id === bread)).toBe(false);
     const mid = await served(kb);
     for (let i = 0; i < 6; i++) expect(await replicaQuery(key, kb, ask)).toEqual(fresh);
-    (await served(kb)).forEach((n, i) => expect(n).toBeGreaterThan(mid[i]));
+    const later = await served(kb);
+    expect(later[0]).toBeGreaterThan(mid[0]);
+    // The replica left behind refused reads while behind (the primary answered them; every answer
+    // above is the new state), catching up in the background; caught up, it answers again.
+    expect((await replica(kb, 2).replicaStats()).behind).toBeGreaterThan(behindBefore);
+    await syncAll(kb);
+    for (let i = 0; i < 6; i++) expect(await replicaQuery(key, kb, ask)).toEqual(fresh);
+    expect((await served(kb))[1]).toBeGreaterThan(later[1]);
 
     // A broken replica is not used: the answer stays the primary's.
     await runInDurableObject(replica(kb, 1), (_instance, state) => {
@@ -89,5 +102,38 @@ describe("read replicas", () => {
       (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items").one().n,
     );
     expect(left).toBe(0);
+  });
+
+  it("serve the steps of a sharded query with the primaries' exact answer", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const docs = Array.from({ length: 30 }, (_, i) => ({
+      name: `note-${i}.txt`,
+      text: `Note ${i}\n\nThis note covers topic ${i % 5}, the ocean and item${i} in plain words.`,
+      meta: { n: i },
+    }));
+    await indexBatches(key, kb, docs);
+    await forceSmallShards(kb, 10, 5);
+    const map = await splitUntilSettled(kb);
+    expect(map.shards.length).toBeGreaterThanOrEqual(2);
+    for (const s of map.shards)
+      for (let r = 1; r <= REPLICAS; r++)
+        await replica(kb, r, s.index).replicaSync(shardName(kb, s.index), replicaName(shardName(kb, s.index), r));
+
+    const modes = ["keyword", "vector", "hybrid"].map((search_mode) => ({
+      queries: ["ocean topic item7"],
+      search_metadata: { top_k: 8 },
+      config: { retrieval_config: { search_mode } },
+    }));
+    for (const body of modes) {
+      const primary = (await query(key, kb, body)).items;
+      expect(primary.length).toBeGreaterThan(0);
+      for (let i = 0; i < 3; i++) expect(await replicaQuery(key, kb, body)).toEqual(primary);
+    }
+    const counts = await Promise.all(
+      map.shards.flatMap((s) => Array.from({ length: REPLICAS }, (_, r) => replica(kb, r + 1, s.index).replicaStats())),
+    );
+    for (const c of counts) expect(c.served).toBeGreaterThan(0);
   });
 });
