@@ -136,4 +136,30 @@ describe("read replicas", () => {
     );
     for (const c of counts) expect(c.served).toBeGreaterThan(0);
   });
+
+  it("copy a base pulled in pieces row for row: rowids, ids, token counts and vectors", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const docs = Array.from({ length: 45 }, (_, i) => ({
+      name: `piece-${i}.txt`,
+      text: `Piece ${i} of a base pulled in several calls, about item${i} and the ocean.`,
+    }));
+    await indexBatches(key, kb, docs);
+    await replica(kb, 1).replicaSync(kb, replicaName(kb, 1));
+    const rows = (stub: ReturnType<typeof shardStub>) =>
+      runInDurableObject(stub, (_instance, state) =>
+        state.storage.sql
+          .exec("SELECT rowid, id, document_id, position, text, metadata, tokens FROM items ORDER BY rowid")
+          .toArray(),
+      );
+    const primaryRows = await rows(shardStub(kb, 0));
+    expect(primaryRows).toHaveLength(45);
+    expect(await rows(replica(kb, 1))).toEqual(primaryRows);
+    const [p, r] = await Promise.all([shardStub(kb, 0).stats(), replica(kb, 1).stats()]);
+    expect(r).toEqual(p);
+    const body = { queries: ["ocean item17"], search_metadata: { top_k: 5 } };
+    const primary = (await query(key, kb, body)).items;
+    for (let i = 0; i < 3; i++) expect(await replicaQuery(key, kb, body)).toEqual(primary);
+  });
 });

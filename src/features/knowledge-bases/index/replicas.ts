@@ -23,8 +23,9 @@ export interface ReplicaChanges {
   more: boolean;
 }
 
-/** Documents a replica pulls per call, so one message stays small. */
+/** Documents, and about how many chunks, a replica pulls per call, so one message stays small. */
 const PULL_DOCUMENTS = 20;
+const PULL_CHUNKS = 1_000;
 
 const TABLES = `
   CREATE TABLE IF NOT EXISTS replica_meta (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), epoch TEXT NOT NULL, version INTEGER NOT NULL, self TEXT);
@@ -80,10 +81,17 @@ export class ReplicaLog {
     const state = this.load();
     if (state) return state;
     this.sql.exec(TABLES);
-    const fresh = { epoch: crypto.randomUUID(), version: 1 };
-    this.sql.exec("INSERT INTO replica_meta (singleton, epoch, version, self) VALUES (1, ?, 1, ?)", fresh.epoch, self);
+    // One version per document held, so a replica's first pulls can stop between any two.
     this.sql.exec(
-      "INSERT OR REPLACE INTO replica_log (document_id, version) SELECT DISTINCT document_id, 1 FROM items WHERE document_id IS NOT NULL",
+      "INSERT OR REPLACE INTO replica_log (document_id, version) SELECT document_id, row_number() OVER (ORDER BY document_id) FROM (SELECT DISTINCT document_id FROM items WHERE document_id IS NOT NULL)",
+    );
+    const held = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM replica_log").one().n;
+    const fresh = { epoch: crypto.randomUUID(), version: Math.max(1, held) };
+    this.sql.exec(
+      "INSERT INTO replica_meta (singleton, epoch, version, self) VALUES (1, ?, ?, ?)",
+      fresh.epoch,
+      fresh.version,
+      self,
     );
     this.state = fresh;
     return fresh;
@@ -100,10 +108,18 @@ export class ReplicaLog {
         PULL_DOCUMENTS + 1,
       )
       .toArray();
-    if (rows.length <= PULL_DOCUMENTS)
-      return { documents: rows.map((r) => r.document_id), version: state.version, more: false };
-    // Stop before the version the last row starts, so a version's documents arrive together.
-    const cut = rows[PULL_DOCUMENTS].version;
+    // Documents past the chunk budget wait for the next pull (at least one document goes).
+    let chunks = 0;
+    const within = rows.findIndex((r, i) => {
+      chunks += this.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM items WHERE document_id = ?", r.document_id)
+        .one().n;
+      return i > 0 && chunks > PULL_CHUNKS;
+    });
+    const limit = within === -1 ? PULL_DOCUMENTS : Math.min(within, PULL_DOCUMENTS);
+    if (rows.length <= limit) return { documents: rows.map((r) => r.document_id), version: state.version, more: false };
+    // Stop before the version the first row left out starts, so a version's documents arrive together.
+    const cut = rows[limit].version;
     let taken = rows.filter((r) => r.version < cut);
     if (taken.length === 0)
       taken = this.sql
