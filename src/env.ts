@@ -83,6 +83,8 @@ export interface Env {
   KB_SHARD_SPLIT_CHUNKS?: string;
   /** "on" when the D1 database has read replication enabled: lookups that need not see the newest write use a session (src/db/client.ts). */
   D1_READ_REPLICAS?: string;
+  /** Read replicas per index shard that queries spread over (default 0: none). */
+  KB_READ_REPLICAS?: string;
   /**
    * Optional: a Worker (an egress proxy) through which knowledge-base web pages (`url_data`) are
    * fetched, after the SSRF guard has checked each URL; unset, they are fetched directly.

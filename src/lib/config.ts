@@ -49,3 +49,11 @@ export function maxChunksPerKnowledgeBase(env: Env): number {
 export function modelHostRules(env: Env): UrlRules {
   return { publicHosts: true, trustedHosts: parseHostList(env.ALLOW_PRIVATE_MODEL_HOSTS) };
 }
+
+/**
+ * Read replicas per index shard (docs/knowledge-bases.md, "Read replicas"): 0 (default) reads
+ * only primaries; at most 16.
+ */
+export function readReplicas(env: Env): number {
+  return Math.min(16, intSetting(env.KB_READ_REPLICAS, 0));
+}

@@ -4,6 +4,7 @@ import { causeChain, logEvent } from "../../lib/log";
 import type { KnowledgeBaseIndex } from "./index/knowledge-base-index";
 import { shardName, splitKey, type ShardInfo, type ShardMap } from "./index/shard-map";
 import type { StageKind, StageOf, StageResults } from "./index/shard-stages";
+import { pickCopy, replicaOf } from "./shard-replicas";
 
 /** How long a shard may take over one step of a query before the answer goes on without it. */
 export const SHARD_TIMEOUT_MS = 10_000;
@@ -46,7 +47,7 @@ export class ShardScatter {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const answer = await Promise.race([
-        stub.stage<K>({ lo: shard.lo, hi: shard.hi }, request),
+        this.fromReplica(shard, request).then((a) => a ?? stub.stage<K>({ lo: shard.lo, hi: shard.hi }, request)),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new ShardTimeout()), this.timeoutMs);
         }),
@@ -66,6 +67,32 @@ export class ShardScatter {
       return undefined;
     } finally {
       if (timer !== undefined) clearTimeout(timer);
+    }
+  }
+
+  /** One step from one of the shard's replicas, or undefined: ask the primary (replica behind or failing). */
+  private async fromReplica<K extends StageKind>(
+    shard: ShardInfo,
+    request: StageOf<K>,
+  ): Promise<{ stale: true } | { stale: false; result: StageResults[K] } | undefined> {
+    const copy = pickCopy(this.env);
+    if (copy === 0) return undefined;
+    const replica = replicaOf(this.env, shardName(this.kbId, shard.index), copy);
+    try {
+      const answer = await replica.stub.replicaStage<K>(
+        replica.primary,
+        replica.self,
+        { lo: shard.lo, hi: shard.hi },
+        request,
+      );
+      return "behind" in answer ? undefined : answer;
+    } catch (error) {
+      logEvent("warn", "knowledge_base_replica_failed", {
+        shard: shard.index,
+        replica: copy,
+        cause: causeChain(error),
+      });
+      return undefined;
     }
   }
 

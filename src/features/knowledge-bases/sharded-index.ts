@@ -10,6 +10,8 @@ import type { StoredPage } from "./web-sources";
 import { groupByShard, shardName, shardOf, type ShardMap } from "./index/shard-map";
 import { ShardScatter, StaleShardMap, type MissingShard } from "./shard-scatter";
 import { ShardedRetrieval } from "./sharded-retrieval";
+import { pickCopy, replicaOf } from "./shard-replicas";
+import { causeChain, logEvent } from "../../lib/log";
 
 type IndexRpc = RpcSurface<KnowledgeBaseIndex>;
 
@@ -49,7 +51,7 @@ export class ShardedKnowledgeBaseIndex {
   }
 
   async retrieve(request: RetrieveRequest): Promise<ShardedRetrieveResult> {
-    const first = await this.shard(0).retrieveOrMap(request);
+    const first = (await this.fromReplica(request)) ?? (await this.shard(0).retrieveOrMap(request));
     if ("result" in first) return first.result;
     let map = first.map;
     for (let attempt = 0; ; attempt++) {
@@ -62,6 +64,22 @@ export class ShardedKnowledgeBaseIndex {
         if (!(error instanceof StaleShardMap) || attempt >= STALE_RETRIES) throw error;
         map = await this.map();
       }
+    }
+  }
+
+  /** A query of a one-shard base from one of shard 0's replicas, or undefined: ask the primary. */
+  private async fromReplica(
+    request: RetrieveRequest,
+  ): Promise<{ result: RetrieveResult } | { map: ShardMap } | undefined> {
+    const copy = pickCopy(this.env);
+    if (copy === 0) return undefined;
+    const replica = replicaOf(this.env, shardName(this.kbId, 0), copy);
+    try {
+      const answer = await replica.stub.replicaRetrieveOrMap(replica.primary, replica.self, request);
+      return "behind" in answer ? undefined : answer;
+    } catch (error) {
+      logEvent("warn", "knowledge_base_replica_failed", { replica: copy, cause: causeChain(error) });
+      return undefined;
     }
   }
 

@@ -31,6 +31,8 @@ import {
 import { shardName, type ShardMap } from "./shard-map";
 import { readCopies, writeCopies } from "./shard-copies";
 import { rpcStub, type RpcSurface } from "../../../durable-objects/rpc-stub";
+import { Replication } from "./replication";
+import type { ReplicaChanges, ReplicaHead } from "./replicas";
 
 type KnowledgeBaseIndexPeer = RpcSurface<KnowledgeBaseIndex>;
 import { WARM_MIN_CHUNKS, warmed } from "./postings-warmer";
@@ -86,6 +88,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly splitter: ShardSplitter;
   /** Whether this instance has looked for an unfinished warm pass (an index warmed before, or never). */
   private warmChecked = false;
+  private readonly replication: Replication;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -121,6 +124,17 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       storeOriginal: (documentId, bytes) =>
         this.sql.exec("INSERT OR REPLACE INTO originals (document_id, bytes) VALUES (?, ?)", documentId, bytes),
     });
+    this.replication = new Replication({
+      sql: this.sql,
+      storage: ctx.storage,
+      env,
+      readDocuments: (ids) => readCopies(this.sql, this.vectors, ids),
+      backlog: () => this.indexingBacklog(),
+      removeForCopy: (ids, chunks) => this.removeForCopy(ids, chunks),
+      writeCopies: (chunks) => writeCopies(this.sql, this.keywords, this.vectors, chunks),
+      reset: () => this.destroy(),
+      waitUntil: (promise) => this.ctx.waitUntil(promise),
+    });
     this.web = new WebSources(this.sql, env, {
       ingest: (job, options) => this.ingest(job, options),
       deleteDocuments: (ids) => this.deleteDocuments(ids),
@@ -132,6 +146,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private upsertItems(items: ItemInput[]): number[] {
     this.keywords.invalidate();
     this.splitter.touched([...new Set(items.flatMap((i) => (i.documentId === null ? [] : [i.documentId])))]);
+    this.replication.log.touched(items.map((i) => i.documentId));
     const rowids: number[] = [];
     const lengths: { rowid: number; tokens: number | null }[] = [];
     const vectors: { rowid: number; values: ArrayLike<number> }[] = [];
@@ -229,6 +244,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       removed.push(...chunks);
     }
     await this.scheduleWarm();
+    await this.replication.announce();
     return { chunks: removed };
   }
 
@@ -242,6 +258,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   /** Removes some documents' chunks, keyword entries and vectors (inside the caller's transaction). */
   private removeRowsOf(documentIds: string[]): string[] {
+    this.replication.log.touched(documentIds);
     const removed: string[] = [];
     for (const documentId of documentIds) {
       const rows = this.sql
@@ -257,8 +274,10 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   /** Drops everything this knowledge base holds. */
   async destroy(): Promise<void> {
+    await this.replication.destroyMembers();
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
+    this.replication.log.forget();
     applyMigrations(this.ctx.storage, KNOWLEDGE_BASE_INDEX_SCHEMA);
     this.keywords.forget();
     this.vectors.unload();
@@ -315,6 +334,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     const result = await this.step(job.documentId);
     if (result.status === "indexing" || this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
     else await this.scheduleWarm();
+    await this.replication.announce();
     return result;
   }
 
@@ -328,6 +348,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       const results = await this.writer.ingest(jobs, audit, heldElsewhere);
       if (this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
       else await this.scheduleWarm();
+      await this.replication.announce();
       return results;
     }
     // Some documents belong to another shard now (a split this caller had not seen): each part goes to its owner.
@@ -404,6 +425,80 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       for (const o of originals)
         this.sql.exec("INSERT OR REPLACE INTO originals (document_id, bytes) VALUES (?, ?)", o.documentId, o.bytes);
     });
+  }
+
+  // ---------- RPC: read replicas (replication.ts) ----------
+
+  /** Primary: its version and backlog, whether the caller's range is stale, and the map when it has several shards. */
+  async replicaHead(
+    self: string,
+    range?: { lo: number; hi: number },
+  ): Promise<ReplicaHead & { stale: boolean; map: ShardMap | null }> {
+    const stale = range !== undefined && this.splitter.check(range) === "stale";
+    const map = range === undefined ? this.splitter.map() : null;
+    return { ...this.replication.head(self), stale, map: map && map.shards.length > 1 ? map : null };
+  }
+
+  /** Primary: the documents changed since a replica's position, as exact copies. */
+  async replicaChanges(
+    self: string,
+    since: { epoch: string; version: number } | null,
+    replica: string,
+  ): Promise<ReplicaChanges> {
+    return this.replication.changes(self, since, replica);
+  }
+
+  /** Replica: pull from the primary until current. */
+  async replicaSync(primary: string, self: string): Promise<void> {
+    await this.replication.sync(primary, self);
+    // A large replica reads its posting lists ahead of queries too, as its primary does.
+    await this.scheduleWarm();
+  }
+
+  /** Replica: retrieveOrMap, or `behind` when its copy is not at the primary's version. */
+  async replicaRetrieveOrMap(
+    primary: string,
+    self: string,
+    request: RetrieveRequest,
+  ): Promise<{ behind: true } | { result: RetrieveResult } | { map: ShardMap }> {
+    const head = await rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, primary).replicaHead(primary);
+    if (head.map) return { map: head.map };
+    if (!this.replication.check(head, primary, self)) return { behind: true };
+    const result = this.retriever.retrieve(request);
+    return { result: head.backlog.chunks > 0 ? { ...result, indexing: head.backlog } : result };
+  }
+
+  /** Replica: one step of a sharded query (see stage), or `behind`. */
+  async replicaStage<K extends StageKind>(
+    primary: string,
+    self: string,
+    range: { lo: number; hi: number },
+    request: StageOf<K>,
+  ): Promise<{ behind: true } | { stale: true } | { stale: false; result: StageResults[K] }> {
+    const head = await rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, primary).replicaHead(primary, range);
+    if (head.stale) return { stale: true };
+    if (!this.replication.check(head, primary, self)) return { behind: true };
+    const stages = new ShardStages(this.vectors, this.keywords, this.retriever, () => head.backlog);
+    return { stale: false, result: stages.run(request) };
+  }
+
+  /** Reads answered as a replica and refused as behind (tests and operators). */
+  async replicaStats(): Promise<{ served: number; behind: number }> {
+    return { ...this.replication.counts };
+  }
+
+  /** Replica: before exact copies land, their documents' rows and any row on their rowids or ids go. */
+  private removeForCopy(documentIds: string[], chunks: CopiedChunk[]): void {
+    this.removeRowsOf(documentIds);
+    const clash = new Set<number>();
+    for (const c of chunks)
+      for (const r of this.sql.exec<{ rowid: number }>(
+        "SELECT rowid FROM items WHERE rowid = ? OR id = ?",
+        c.rowid,
+        c.id,
+      ))
+        clash.add(r.rowid);
+    if (clash.size) this.deleteRows([...clash]);
   }
 
   private peer(kbId: string, index: number): KnowledgeBaseIndexPeer {
@@ -526,6 +621,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.sql.exec("DELETE FROM replacements WHERE document_id = ?", documentId);
     const removed: string[] = [];
     this.splitter.touched(JSON.parse(row.replaces) as string[]);
+    this.replication.log.touched(JSON.parse(row.replaces) as string[]);
     for (const old of JSON.parse(row.replaces) as string[]) {
       const rows = this.sql
         .exec<{ rowid: number; id: string }>("SELECT rowid, id FROM items WHERE document_id = ?", old)
@@ -582,6 +678,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       // Idle otherwise: one slice of reading posting lists ahead of queries (postings-warmer.ts).
       if (!this.web.crawling() && this.needsWarm()) this.warmPostings();
     }
+    await this.replication.announce();
     await this.scheduleNext();
   }
 
