@@ -61,7 +61,7 @@ describe("agent runs: tenancy and rights", () => {
     const publisher = await seedOrg();
     const importer = await seedOrg();
     const kb = await createKb(publisher.owner.apiKey);
-    await indexText(publisher.owner.apiKey, kb, "secret.txt", "CANARY-publisher-data: the vault code is 4471.");
+    await indexText(publisher.owner.apiKey, kb, "secret.txt", "CANARY-publisher-data: the vault code is quokka-vault-sigma.");
     const refused = await v1(importer.owner.apiKey, "POST", "/v1/agent", {
       name: "thief",
       tools: { t: tool("knowledge_base", kb) },
@@ -75,7 +75,7 @@ describe("agent runs: tenancy and rights", () => {
       tools: { t: tool("knowledge_base", kb, { name: "vault" }) },
     });
     const own = await run(publisher.owner.apiKey, agentId, { inputs: { question: "what is the vault code?" } });
-    expect(String((own.body.outputs as Body).answer)).toContain("4471");
+    expect(String((own.body.outputs as Body).answer)).toContain("quokka-vault-sigma");
     await call("/agents/publish", json({ agent_id: agentId }, bearer(publisher.owner.token)));
     const imported = (await (
       await call(`/agents/imported/add?agent_id=${agentId}`, json({}, bearer(importer.owner.token)))
@@ -84,7 +84,7 @@ describe("agent runs: tenancy and rights", () => {
     const stolen = await run(importer.owner.apiKey, copyId, { inputs: { question: "what is the vault code?" } });
     expect(stolen.status).toBe(200);
     expect(JSON.stringify(stolen.body)).not.toContain("CANARY-publisher-data");
-    expect(JSON.stringify(stolen.body)).not.toContain("4471");
+    expect(JSON.stringify(stolen.body)).not.toContain("quokka-vault-sigma");
     const result = (stolen.body.steps as Body[]).find((s) => s.type === "tool_result");
     expect(result).toMatchObject({
       is_error: true,
