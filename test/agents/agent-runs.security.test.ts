@@ -61,7 +61,12 @@ describe("agent runs: tenancy and rights", () => {
     const publisher = await seedOrg();
     const importer = await seedOrg();
     const kb = await createKb(publisher.owner.apiKey);
-    await indexText(publisher.owner.apiKey, kb, "secret.txt", "CANARY-publisher-data: the vault code is quokka-vault-sigma.");
+    await indexText(
+      publisher.owner.apiKey,
+      kb,
+      "secret.txt",
+      "CANARY-publisher-data: the vault code is quokka-vault-sigma.",
+    );
     const refused = await v1(importer.owner.apiKey, "POST", "/v1/agent", {
       name: "thief",
       tools: { t: tool("knowledge_base", kb) },

@@ -46,9 +46,12 @@ describe("sharded knowledge bases", () => {
     const key = org.owner.apiKey;
     const kb = await createKb(key);
     const ids = await indexBatches(key, kb, reports(40));
+    const record = async () => (await send(`/v1/knowledge-base?id=${kb}`, key)).body.object as Body;
+    expect((await record()).shards).toBe(1);
     await forceSmallShards(kb, 12, 5);
     const map = await splitUntilSettled(kb);
     expect(map.shards.length).toBeGreaterThanOrEqual(3);
+    expect((await record()).shards).toBe(map.shards.length);
     const before = await chunksByShard(kb, map);
     for (const id of ids)
       expect(

@@ -18,7 +18,12 @@ const DocumentCounts = z.object({ indexing: z.number().int(), ready: z.number().
 /** A fetch adds how many of its documents are in each state. */
 export const KnowledgeBaseFetched = fetchedObjectOf(
   "KnowledgeBase",
-  KnowledgeBase.extend({ documentsByState: DocumentCounts }).openapi("KnowledgeBaseDetail"),
+  KnowledgeBase.extend({
+    documentsByState: DocumentCounts,
+    shards: z.number().int().openapi({
+      description: "Index objects (shards) the knowledge base's chunks are spread over; it splits as it grows",
+    }),
+  }).openapi("KnowledgeBaseDetail"),
 );
 export const KnowledgeBaseList = objectListOf("KnowledgeBase", KnowledgeBase);
 

@@ -151,7 +151,8 @@ export async function fetchKnowledgeBase(env: Env, auth: AuthContext, query: Fet
           )
           .limit(1);
   const kb = assertVisible(rows[0], auth, "knowledge base");
-  return { ...knowledgeBaseRecord(kb), documentsByState: await documentsByState(env, kb.id) };
+  const [byState, shards] = await Promise.all([documentsByState(env, kb.id), indexStub(env, kb.id).shardCount()]);
+  return { ...knowledgeBaseRecord(kb), documentsByState: byState, shards };
 }
 
 /** How many of a knowledge base's documents are indexing, ready and failed. */

@@ -118,6 +118,11 @@ export class ShardedKnowledgeBaseIndex {
     return [...byDocument.values()].flat();
   }
 
+  /** How many index objects (shards) hold the knowledge base's chunks now. */
+  async shardCount(): Promise<number> {
+    return (await this.map()).shards.length;
+  }
+
   /** A small document's original, from the shard that holds the document (null for any other). */
   async original(documentId: string): Promise<Uint8Array | null> {
     const map = await this.map();
