@@ -1,7 +1,7 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
-import { createKb, query, send, type Body } from "./kb-fixtures";
+import { createKb, fileData, post, query, send, type Body } from "./kb-fixtures";
 import { forceSmallShards, indexBatches, shardMap, shardStub, splitUntilSettled } from "./shard-fixtures";
 import type { ShardMap } from "../../src/features/knowledge-bases/index/shard-map";
 import { readOriginal } from "../../src/features/knowledge-bases/originals";
@@ -186,6 +186,43 @@ describe("sharded knowledge bases", () => {
     expect(q.items).toHaveLength(24);
     const held = await chunksByShard(kb, map);
     expect([...held.values()].reduce((a, docs) => a + docs.size, 0)).toBe(24);
+  });
+
+  it("splits while a large document is still indexing from the alarm, instead of waiting for it", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key, { chunk_size: 16 });
+    await indexBatches(key, kb, reports(24));
+    const sentences = Array.from({ length: 2500 }, (_, i) => `Sentence ${i} on topic ${i % 5} in plain words.`);
+    const big = await post(
+      `/v1/knowledge-base/${kb}/index`,
+      key,
+      fileData("big.txt", "text/plain", sentences.join(" ")),
+    );
+    expect(big.status).toBe(200);
+    await shardStub(kb, 0).configureSharding({ splitChunks: 16, batchChunks: 4 });
+    const state = () =>
+      runInDurableObject(shardStub(kb, 0), (_instance, st) => ({
+        pending: st.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n,
+        splitting: st.storage.sql.exec("SELECT 1 FROM shard_state WHERE key = 'split'").toArray().length > 0,
+      }));
+    expect(await state()).toEqual({ pending: expect.any(Number), splitting: false });
+    expect((await state()).pending).toBeGreaterThan(0);
+    await runDurableObjectAlarm(shardStub(kb, 0));
+    // The first alarm began the split though the large document still has steps to go.
+    const after = await state();
+    expect(after.splitting).toBe(true);
+    expect(after.pending).toBeGreaterThan(0);
+    let map = await shardMap(kb);
+    for (let i = 0; i < 1000 && (map.shards.length === 1 || (await state()).pending > 0); i++) {
+      await runDurableObjectAlarm(shardStub(kb, 0));
+      map = await shardMap(kb);
+    }
+    expect(map.shards.length).toBeGreaterThan(1);
+    // Every report is still found once the split and the large document are done.
+    const q = await query(key, kb, everything);
+    const found = new Set(q.items.map((i) => Number((i.metadata as Body).n)).filter(Number.isFinite));
+    expect([...found].sort((x, y) => x - y)).toEqual(Array.from({ length: 24 }, (_, i) => i));
   });
 
   it("tells a caller holding the map from before a split that it is stale, so it starts over", async () => {

@@ -88,6 +88,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly splitter: ShardSplitter;
   /** Whether this instance has looked for an unfinished warm pass (an index warmed before, or never). */
   private warmChecked = false;
+  /** Alternates the alarm between a split step and an indexing step while both have work. */
+  private splitTurn = false;
   private readonly replication: Replication;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -658,7 +660,12 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     const next = this.sql
       .exec<{ document_id: string; kb_id: string }>("SELECT document_id, kb_id FROM pending ORDER BY rowid LIMIT 1")
       .toArray()[0];
-    if (next) {
+    // A split takes every other alarm while documents are still indexing, so a shard that keeps
+    // receiving large documents still splits instead of growing past its threshold without bound.
+    this.splitTurn = !this.splitTurn;
+    if (this.splitter.wantsStep() && (!next || this.splitTurn)) {
+      await this.splitter.step();
+    } else if (next) {
       const result = await this.step(next.document_id);
       // A small document whose batch never committed: its row goes to D1 with the outcome, as the batch would have.
       const queued =
@@ -671,8 +678,6 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
         );
         await this.writer.reportFinished();
       } else if (result.status !== "indexing") await markDocumentIndexed(this.env, next.document_id, result);
-    } else if (this.splitter.wantsStep()) {
-      await this.splitter.step();
     } else {
       await this.web.step(Date.now());
       // Idle otherwise: one slice of reading posting lists ahead of queries (postings-warmer.ts).
