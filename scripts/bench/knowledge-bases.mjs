@@ -7,17 +7,8 @@
 // evicted (its memory gone, reloaded from its SQLite) is timed --cold times (default 3; 0 skips).
 // Then --concurrency (default 8; 0 skips) queries in flight measure one knowledge base's throughput.
 // Options: --levels=1000,10000,100000  --queries=200  --chunk-size=48  --doc-chunks=2000  --concurrency=8  --cold=3  --keep
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { join } from "node:path";
 import { percentile } from "../latency.mjs";
-
-const root = fileURLToPath(new URL("../..", import.meta.url));
-
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
-}
+import { apiClient, syntheticCranfield } from "../bench-corpus.mjs";
 
 export async function run({ base, args }) {
   const levels = (args.get("levels") ?? "1000,10000,100000").split(",").map(Number);
@@ -25,43 +16,9 @@ export async function run({ base, args }) {
   const chunkSize = Number(args.get("chunk-size") ?? 48);
   const docChunks = Number(args.get("doc-chunks") ?? 2000);
 
-  async function api(path, { method = "GET", body, token } = {}) {
-    const headers = { "content-type": "application/json" };
-    if (token) headers.authorization = `Bearer ${token}`;
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(`${method} ${path} -> ${response.status} ${JSON.stringify(json)}`);
-    return json;
-  }
+  const api = apiClient(base);
 
-  const corpus = readFileSync(join(root, "../shared/data/cranfield/cran.all.1400"), "utf8");
-  // Words in their corpus frequencies; a sentence is 20 of them and a period (21 tokens), so with
-  // chunk_size 48 every chunk is exactly two sentences and the chunk counts land on the levels.
-  const words = corpus.toLowerCase().match(/\b[a-z]{2,}\b/g);
-  const queries = readFileSync(join(root, "../shared/data/cranfield/cran.qry"), "utf8")
-    .split(/^\.I .*$/m)
-    .map((q) =>
-      q
-        .replace(/^\s*\.W\s*/, "")
-        .replace(/\s+/g, " ")
-        .trim(),
-    )
-    .filter(Boolean);
-  const random = rng(42);
-  /** One document of exactly `chunks` chunks. */
-  const makeDocument = (chunks) => {
-    const parts = [];
-    for (let i = 0; i < chunks * 2; i++) {
-      const sentence = [];
-      for (let w = 0; w < 20; w++) sentence.push(words[Math.floor(random() * words.length)]);
-      parts.push(`${sentence.join(" ")}.`);
-    }
-    return parts.join(" ");
-  };
+  const { queries, makeDocument } = syntheticCranfield();
 
   const user = `bench${Date.now().toString(36)}`;
   const signup = await api("/auth/signup", {

@@ -13,16 +13,8 @@
 //          write, such as the index reading its posting lists ahead, is done)  --server-pid=  --keep
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { fileURLToPath } from "node:url";
-import { join } from "node:path";
 import { percentile } from "../latency.mjs";
-
-const root = fileURLToPath(new URL("../..", import.meta.url));
-
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
-}
+import { apiClient, syntheticCranfield } from "../bench-corpus.mjs";
 
 const load = () =>
   loadavg()
@@ -50,41 +42,9 @@ export async function run({ base, args }) {
   const serverPid = args.get("server-pid");
   const levels = [...new Set([Math.min(100_000, target), target])];
 
-  async function api(path, { method = "GET", body, token } = {}) {
-    const headers = { "content-type": "application/json" };
-    if (token) headers.authorization = `Bearer ${token}`;
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(`${method} ${path} -> ${response.status} ${JSON.stringify(json)}`);
-    return json;
-  }
+  const api = apiClient(base);
 
-  const corpus = readFileSync(join(root, "../shared/data/cranfield/cran.all.1400"), "utf8");
-  const words = corpus.toLowerCase().match(/\b[a-z]{2,}\b/g);
-  const queries = readFileSync(join(root, "../shared/data/cranfield/cran.qry"), "utf8")
-    .split(/^\.I .*$/m)
-    .map((q) =>
-      q
-        .replace(/^\s*\.W\s*/, "")
-        .replace(/\s+/g, " ")
-        .trim(),
-    )
-    .filter(Boolean);
-  const random = rng(42);
-  // 20 words and a period: with chunk_size 48 every chunk is two sentences, so counts land on the levels.
-  const makeDocument = (chunks) => {
-    const parts = [];
-    for (let i = 0; i < chunks * 2; i++) {
-      const sentence = [];
-      for (let w = 0; w < 20; w++) sentence.push(words[Math.floor(random() * words.length)]);
-      parts.push(`${sentence.join(" ")}.`);
-    }
-    return parts.join(" ");
-  };
+  const { queries, makeDocument } = syntheticCranfield();
 
   const user = `scale${Date.now().toString(36)}`;
   const signup = await api("/auth/signup", {

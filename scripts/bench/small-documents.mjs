@@ -13,6 +13,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { percentile } from "../latency.mjs";
+import { apiClient } from "../bench-corpus.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -36,18 +37,7 @@ export async function run({ base, args }) {
   const batchSize = Number(args.get("batch") ?? 50);
   const docs = cranfieldAbstracts(count);
 
-  async function api(path, { method = "GET", body, token } = {}) {
-    const headers = { "content-type": "application/json" };
-    if (token) headers.authorization = `Bearer ${token}`;
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(`${method} ${path} -> ${response.status} ${JSON.stringify(json)}`);
-    return json;
-  }
+  const api = apiClient(base);
 
   const tag = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const signup = await api("/auth/signup", {
