@@ -173,8 +173,10 @@ export class ShardedKnowledgeBaseIndex {
   }
 
   async ingestDocuments(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
-    const map = await this.map();
-    if (map.shards.length === 1) return this.shard(0).ingestDocuments(jobs, audit);
+    // Shard 0 writes them itself while the base has one shard, else answers the map.
+    const first = await this.shard(0).ingestDocumentsOrMap(jobs, audit);
+    if ("results" in first) return first.results;
+    const map = first.map;
     const groups = [...groupByShard(map, jobs, (j) => j.documentId)];
     const results = new Map<DocumentJob, IngestResult>();
     // The audit entry is written once, with the first group's documents.

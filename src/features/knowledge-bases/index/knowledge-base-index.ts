@@ -374,6 +374,19 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     );
   }
 
+  /**
+   * Shard 0's: ingestDocuments for a knowledge base that never split, else its map (for the Worker
+   * to send each document to its shard). One call instead of reading the map first: a small
+   * document's request is mostly fixed costs like that round trip (issue 14).
+   */
+  async ingestDocumentsOrMap(
+    jobs: DocumentJob[],
+    audit?: StatementSpec,
+  ): Promise<{ results: IngestResult[] } | { map: ShardMap }> {
+    const map = this.splitter.map();
+    return map.shards.length > 1 ? { map } : { results: await this.ingestDocuments(jobs, audit) };
+  }
+
   // ---------- RPC: shards (shard-map.ts, shard-stages.ts, shard-splitter.ts) ----------
 
   /** The knowledge base's shard map (kept by shard 0). */
