@@ -1,16 +1,25 @@
 /**
+ * What a batch's flush gives back once its own work is done: `answer`, the results, may settle
+ * later (after a write outside the object that the next batch need not wait for).
+ */
+export interface Flushed<R> {
+  answer: Promise<R[]>;
+}
+
+/**
  * Coalesces concurrent calls into batches inside one Durable Object: while a batch is being
  * written, the calls that arrive wait in the queue and are written together by the next one, each
  * caller awaiting only its own results. One object serves one knowledge base, so a batch never
  * mixes tenants; `maxWeight` caps a batch so a burst of large calls cannot make a small one wait
- * behind more than one batch's worth of work.
+ * behind more than one batch's worth of work. The next batch starts when a flush returns, while
+ * the previous batch's answer may still be on its way.
  */
 export class IngestBatcher<J, R> {
   private queue: { jobs: J[]; resolve: (results: R[]) => void; reject: (error: unknown) => void }[] = [];
   private draining = false;
 
   constructor(
-    private readonly flush: (jobs: J[]) => Promise<R[]>,
+    private readonly flush: (jobs: J[]) => Promise<Flushed<R>>,
     private readonly weight: (job: J) => number,
     private readonly maxWeight: number,
   ) {}
@@ -38,15 +47,21 @@ export class IngestBatcher<J, R> {
           this.queue.shift();
           weight += w;
         }
-        try {
-          const results = await this.flush(taken.flatMap((t) => t.jobs));
+        const settle = (results: R[]): void => {
           let at = 0;
           for (const t of taken) {
             t.resolve(results.slice(at, at + t.jobs.length));
             at += t.jobs.length;
           }
-        } catch (error) {
+        };
+        const fail = (error: unknown): void => {
           for (const t of taken) t.reject(error);
+        };
+        try {
+          const { answer } = await this.flush(taken.flatMap((t) => t.jobs));
+          answer.then(settle, fail);
+        } catch (error) {
+          fail(error);
         }
       }
     } finally {

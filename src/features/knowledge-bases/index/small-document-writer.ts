@@ -5,7 +5,7 @@ import { resolveEmbedder } from "../embedders";
 import { vectorIndexFor } from "../vector-backend";
 import { recordDocuments, type IndexingOutcome, type StatementSpec } from "../documents.repository";
 import type { VectorMetadata } from "./vector-index";
-import { IngestBatcher } from "./ingest-batcher";
+import { IngestBatcher, type Flushed } from "./ingest-batcher";
 import type { DocumentJob, IngestResult } from "./knowledge-base-index";
 import { STEP_CHUNKS } from "./index-limits";
 
@@ -65,6 +65,10 @@ export class SmallDocumentWriter {
     STEP_CHUNKS,
   );
 
+  /** Batches' rows waiting for the D1 write in flight, written together by the next one (see reportLater). */
+  private reportQueue: { items: Reported[]; done: () => void }[] = [];
+  private reporting = false;
+
   /** Documents D1 has, by id, with their outcome as stored: their `finished` rows wait for tidy(). */
   private readonly reported = new Map<string, string>();
 
@@ -92,7 +96,7 @@ export class SmallDocumentWriter {
    * batches being written one at a time), embeds the rest, commits their chunks, originals and D1
    * rows in one transaction, then writes those rows to D1.
    */
-  private async writeDocuments(entries: BatchEntry[]): Promise<IngestResult[]> {
+  private async writeDocuments(entries: BatchEntry[]): Promise<Flushed<IngestResult>> {
     const limit = maxChunksPerKnowledgeBase(this.host.env);
     // What the knowledge base's other shards hold (shard-map.ts), since the limit is the whole base's.
     const heldElsewhere = Math.max(0, ...entries.map((e) => e.heldElsewhere));
@@ -151,7 +155,7 @@ export class SmallDocumentWriter {
       });
       this.host.storage.transactionSync(() => this.record(entries, results as IngestResult[]));
     }
-    await this.report(
+    const reported = this.reportLater(
       entries.map(({ job, audit }, i) => ({
         documentId: job.documentId,
         row: job.row,
@@ -160,7 +164,39 @@ export class SmallDocumentWriter {
         audit,
       })),
     );
-    return results as IngestResult[];
+    return { answer: reported.then(() => results as IngestResult[]) };
+  }
+
+  /**
+   * Writes these rows to D1 and settles once it has them (or the write failed, left to the alarm).
+   * At most one D1 write is in flight: rows of batches committed meanwhile wait and go together
+   * in the next one, so the object commits its next batch while D1 commits the previous one
+   * instead of idling through D1's commit, and D1 sees no more writes than batches did before.
+   */
+  private reportLater(items: Reported[]): Promise<void> {
+    return new Promise<void>((done) => {
+      this.reportQueue.push({ items, done });
+      if (!this.reporting) void this.drainReports();
+    });
+  }
+
+  private async drainReports(): Promise<void> {
+    this.reporting = true;
+    try {
+      while (this.reportQueue.length > 0) {
+        const taken = this.reportQueue.splice(0);
+        try {
+          await this.report(taken.flatMap((t) => t.items));
+        } catch (error) {
+          // report() leaves failures to the alarm; its callers are answered whatever happens, as before.
+          console.error("recording indexed documents in D1 failed", error);
+        } finally {
+          for (const t of taken) t.done();
+        }
+      }
+    } finally {
+      this.reporting = false;
+    }
   }
 
   /** Every chunk's vector, in the jobs' order (a knowledge base has one model; grouping guards against a mixed batch). */
