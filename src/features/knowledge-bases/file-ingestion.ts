@@ -1,7 +1,5 @@
-import { and, eq, inArray, ne } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
-import { database } from "../../db/client";
-import { kbDocuments, type KbDocumentRow, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
+import type { KbDocumentRow, KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { AppError, badRequest } from "../../lib/errors";
 import { fromBase64 } from "../../lib/crypto";
 import { newId } from "../../lib/ids";
@@ -25,9 +23,8 @@ import {
 } from "./ingestion.service";
 import { MAX_FILES_PER_REQUEST, type IndexInput } from "./knowledge-bases.schemas";
 import { putFile } from "../../db/files";
+import { knownHashes } from "./index-lookup";
 
-/** Content hashes looked up per D1 statement (D1 binds at most 100 parameters). */
-const HASHES_PER_LOOKUP = 90;
 /**
  * A small document's original up to this size is kept by the index object beside its chunks (in
  * the batch's transaction) instead of as an R2 object of its own: an R2 put per file was the
@@ -130,27 +127,6 @@ export async function prepareFiles(
   return prepared;
 }
 
-/** Ids of documents already indexed with these content hashes, by hash. */
-async function knownHashes(env: Env, kbId: string, hashes: string[]): Promise<Map<string, string>> {
-  const db = database(env);
-  const unique = [...new Set(hashes)];
-  const known = new Map<string, string>();
-  for (let i = 0; i < unique.length; i += HASHES_PER_LOOKUP) {
-    const rows = await db
-      .select({ id: kbDocuments.id, hash: kbDocuments.contentHash })
-      .from(kbDocuments)
-      .where(
-        and(
-          eq(kbDocuments.kbId, kbId),
-          inArray(kbDocuments.contentHash, unique.slice(i, i + HASHES_PER_LOOKUP)),
-          ne(kbDocuments.status, "failed"),
-        ),
-      );
-    for (const r of rows) if (!known.has(r.hash)) known.set(r.hash, r.id);
-  }
-  return known;
-}
-
 /**
  * Stores and indexes the request's files; answers one id per file, in order (an identical
  * document's id when one is indexed already, in this request too). Documents small enough for
@@ -164,9 +140,11 @@ export async function indexFiles(
   kb: KnowledgeBaseRow,
   files: PreparedFile[],
   settings: ChunkSettings,
+  /** The files' content hashes and the documents already holding them, when the caller looked them up already. */
+  looked?: { hashes: string[]; known: Map<string, string> },
 ): Promise<string[]> {
-  const hashes = await Promise.all(files.map((f) => contentHashOf(f, settings)));
-  const known = await knownHashes(env, kb.id, hashes);
+  const hashes = looked?.hashes ?? (await Promise.all(files.map((f) => contentHashOf(f, settings))));
+  const known = looked ? new Map(looked.known) : await knownHashes(env, kb.id, hashes);
   const ids: string[] = [];
   const fresh: { file: PreparedFile; row: KbDocumentRow }[] = [];
   const now = new Date().toISOString();

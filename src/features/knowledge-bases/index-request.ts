@@ -3,12 +3,12 @@ import type { KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { badRequest } from "../../lib/errors";
 import type { FetchFunction } from "../../lib/egress";
 import { readDocumentText } from "./parsing/document-parser";
-import { writableKnowledgeBase } from "./knowledge-bases.service";
 import { fetchArxiv, fetchWikipedia, fetchYoutube, type SourceDocument } from "./sources";
 import type { IndexInput } from "./knowledge-bases.schemas";
 import { indexUrlData } from "./web-ingestion";
-import { indexFiles, prepareFiles } from "./file-ingestion";
-import { indexOne, type PreparedDocument } from "./ingestion.service";
+import { indexFiles, prepareFiles, type PreparedFile } from "./file-ingestion";
+import { contentHashOf, indexOne, type ChunkSettings, type PreparedDocument } from "./ingestion.service";
+import { settingsHint, writableKnowledgeBaseWithHashes } from "./index-lookup";
 
 // The index route's whole request: files, outside sources and web pages, each through its own
 // module. Kept apart from ingestion.service, which those modules import, so nothing imports back.
@@ -34,9 +34,9 @@ function fromSource(doc: SourceDocument): PreparedDocument {
 }
 
 function chunkSettings(
-  kb: KnowledgeBaseRow,
+  kb: Pick<KnowledgeBaseRow, "chunkSize" | "chunkOverlap">,
   config: IndexInput["config"],
-): { chunkSize: number; chunkOverlap: number } {
+): ChunkSettings {
   const chunkSize = config.chunk_size ?? kb.chunkSize;
   const chunkOverlap =
     config.chunk_overlap ??
@@ -57,8 +57,9 @@ export async function indexIntoKnowledgeBase(
   input: IndexInput,
   deps: IngestionDeps,
 ): Promise<string[]> {
-  const kb = await writableKnowledgeBase(env, auth, kbId);
   const config = input.config;
+  const early = await readFilesEarly(env, auth.orgId, kbId, input);
+  const { kb, known } = await writableKnowledgeBaseWithHashes(env, auth, kbId, early?.hashes ?? []);
   if (config.enrichment_tasks && config.enrichment_tasks.length > 0)
     throw badRequest("config.enrichment_tasks: Loom does not run enrichment tasks yet; send an empty list");
   const settings = chunkSettings(kb, config);
@@ -74,12 +75,47 @@ export async function indexIntoKnowledgeBase(
     throw badRequest("give file_data, url_data, encyclopedia, video or preprint to index");
 
   // Every file is read and chunked before anything is stored, so one that cannot be read refuses the request.
-  const files = input.file_data ? await prepareFiles(env, auth.orgId, input.file_data, settings) : [];
+  // Read with the settings guessed before the record was read: the lookup that came with the record holds.
+  const guessed = early && sameSettings(early.settings, settings) ? early : undefined;
+  const files = guessed
+    ? guessed.files
+    : input.file_data
+      ? await prepareFiles(env, auth.orgId, input.file_data, settings)
+      : [];
   const prepared: PreparedDocument[] = [];
   for (const [, ref, fetchSource] of refs) if (ref) prepared.push(fromSource(await fetchSource(ref, deps.fetch)));
 
-  const ids: string[] = files.length ? await indexFiles(env, auth, kb, files, settings) : [];
+  const looked = guessed ? { hashes: guessed.hashes, known } : undefined;
+  const ids: string[] = files.length ? await indexFiles(env, auth, kb, files, settings, looked) : [];
   for (const doc of prepared) ids.push(await indexOne(env, auth, kb, doc, settings));
   if (input.url_data) ids.push(...(await indexUrlData(env, auth, kb, input.url_data, settings, indexOne, deps.fetch)));
   return ids;
+}
+
+function sameSettings(a: ChunkSettings, b: ChunkSettings): boolean {
+  return a.chunkSize === b.chunkSize && a.chunkOverlap === b.chunkOverlap;
+}
+
+/**
+ * The request's files read and hashed with the chunk settings this isolate last saw for the
+ * knowledge base (settingsHint), before its record is read, so that the de-duplication lookup
+ * rides in the record's D1 round trip. Undefined when there is no guess or anything goes wrong:
+ * the files are then read after the record as before, so every refusal (the knowledge base's
+ * 404/403 first, then a bad setting or file) comes in the same order as without the guess.
+ */
+async function readFilesEarly(
+  env: Env,
+  orgId: string,
+  kbId: string,
+  input: IndexInput,
+): Promise<{ settings: ChunkSettings; files: PreparedFile[]; hashes: string[] } | undefined> {
+  const hint = settingsHint(kbId);
+  if (!hint || !input.file_data) return undefined;
+  try {
+    const settings = chunkSettings(hint, input.config);
+    const files = await prepareFiles(env, orgId, input.file_data, settings);
+    return { settings, files, hashes: await Promise.all(files.map((f) => contentHashOf(f, settings))) };
+  } catch {
+    return undefined;
+  }
 }

@@ -1,0 +1,88 @@
+import { and, eq, inArray, ne } from "drizzle-orm";
+import type { AuthContext, Env } from "../../env";
+import { database } from "../../db/client";
+import { kbDocuments, knowledgeBases, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
+import { assertVisible, assertWritable } from "../../lib/ownership";
+import type { ChunkSettings } from "./ingestion.service";
+
+/** Content hashes looked up per D1 statement (D1 binds at most 100 parameters). */
+export const HASHES_PER_LOOKUP = 90;
+/** Knowledge bases whose chunk settings this isolate remembers (a hint only: see settingsHint). */
+const HINTS_KEPT = 1_000;
+
+const hints = new Map<string, ChunkSettings>();
+
+/**
+ * The chunk settings a knowledge base had when this isolate last read it, or undefined. Only a
+ * guess that lets the index route hash a request's files before it reads the knowledge base, so
+ * the record and the de-duplication lookup go to D1 in one round trip (issue 14); the record read
+ * in that same round trip decides, and a wrong guess costs the lookup again. Nothing about access
+ * is remembered: every request reads its knowledge base, with its organization, as before.
+ */
+export function settingsHint(kbId: string): ChunkSettings | undefined {
+  return hints.get(kbId);
+}
+
+function remember(kb: KnowledgeBaseRow): void {
+  hints.delete(kb.id);
+  hints.set(kb.id, { chunkSize: kb.chunkSize, chunkOverlap: kb.chunkOverlap });
+  if (hints.size > HINTS_KEPT) hints.delete(hints.keys().next().value ?? "");
+}
+
+function lookupStatements(env: Env, kbId: string, hashes: string[]) {
+  const db = database(env);
+  const unique = [...new Set(hashes)];
+  const statements = [];
+  for (let i = 0; i < unique.length; i += HASHES_PER_LOOKUP)
+    statements.push(
+      db
+        .select({ id: kbDocuments.id, hash: kbDocuments.contentHash })
+        .from(kbDocuments)
+        .where(
+          and(
+            eq(kbDocuments.kbId, kbId),
+            inArray(kbDocuments.contentHash, unique.slice(i, i + HASHES_PER_LOOKUP)),
+            ne(kbDocuments.status, "failed"),
+          ),
+        ),
+    );
+  return statements;
+}
+
+function byHash(rows: { id: string; hash: string }[][]): Map<string, string> {
+  const known = new Map<string, string>();
+  for (const r of rows.flat()) if (!known.has(r.hash)) known.set(r.hash, r.id);
+  return known;
+}
+
+/** Ids of documents already indexed with these content hashes, by hash. */
+export async function knownHashes(env: Env, kbId: string, hashes: string[]): Promise<Map<string, string>> {
+  const rows: { id: string; hash: string }[][] = [];
+  for (const statement of lookupStatements(env, kbId, hashes)) rows.push(await statement);
+  return byHash(rows);
+}
+
+/**
+ * The knowledge base the caller may write to (404 for another organization's, 403 for a viewer or
+ * a member who does not own it, exactly as writableKnowledgeBase) and, in the same D1 round trip,
+ * the documents it already holds with these content hashes. The lookup's rows are used only once
+ * the record says the caller may write to the base.
+ */
+export async function writableKnowledgeBaseWithHashes(
+  env: Env,
+  auth: AuthContext,
+  kbId: string,
+  hashes: string[],
+): Promise<{ kb: KnowledgeBaseRow; known: Map<string, string> }> {
+  const db = database(env);
+  const record = db
+    .select()
+    .from(knowledgeBases)
+    .where(and(eq(knowledgeBases.id, kbId), eq(knowledgeBases.orgId, auth.orgId)))
+    .limit(1);
+  const [rows, ...lookups] = await Promise.all([record, ...lookupStatements(env, kbId, hashes)]);
+  const kb = assertVisible((rows as KnowledgeBaseRow[])[0], auth, "knowledge base");
+  assertWritable(kb, auth, "knowledge base");
+  remember(kb);
+  return { kb, known: byHash(lookups as { id: string; hash: string }[][]) };
+}

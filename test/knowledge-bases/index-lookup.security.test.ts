@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { seedOrg } from "../helpers";
+import { createKb, fileData, post, send, type Body } from "./kb-fixtures";
+
+// The index route hashes a request's files before it reads the knowledge base (with the chunk
+// settings it remembers for the base) and looks up identical documents in the record's round trip
+// (index-lookup.ts). The record must still decide: another organization gets the same 404 as for
+// a base that does not exist, even with a file the base holds (so no id leaks), a viewer gets 403,
+// and a bad file to a base the caller cannot reach answers the 404 first, as before.
+
+const TEXT = "Shearwaters fly thousands of kilometres to feed their chicks.";
+const documents = async (key: string, kb: string) =>
+  (await send(`/v1/knowledge-base/${kb}/documents`, key)).body.documents as Body[];
+
+describe("knowledge bases: indexing into a base the caller may not write to, with the lookup in the record's round trip", () => {
+  it("answers another organization the 404 of a missing base, a viewer 403, and adds nothing", async () => {
+    const owner = await seedOrg();
+    const kb = await createKb(owner.owner.apiKey);
+    // The owner's requests leave the base's chunk settings remembered, so later requests hash early.
+    for (let i = 0; i < 2; i++) {
+      const res = await post(
+        `/v1/knowledge-base/${kb}/index`,
+        owner.owner.apiKey,
+        fileData("s.txt", "text/plain", TEXT),
+      );
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    }
+    const [held] = (await documents(owner.owner.apiKey, kb)).map((d) => d._id);
+
+    const intruder = await seedOrg();
+    const gone = await createKb(owner.owner.apiKey);
+    expect((await send(`/v1/knowledge-base/${gone}`, owner.owner.apiKey, { method: "DELETE" })).status).toBe(200);
+    const missing = await post(
+      `/v1/knowledge-base/${gone}/index`,
+      intruder.owner.apiKey,
+      fileData("s.txt", "text/plain", TEXT),
+    );
+    expect(missing.status).toBe(404);
+    for (const body of [fileData("s.txt", "text/plain", TEXT), fileData("x.txt", "text/plain", "Petrels patter.")]) {
+      const res = await post(`/v1/knowledge-base/${kb}/index`, intruder.owner.apiKey, body);
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual(missing.body);
+      expect(JSON.stringify(res.body)).not.toContain(String(held));
+    }
+    // A file that cannot be read, to a base of another organization: the 404 comes first.
+    const bad = await post(`/v1/knowledge-base/${kb}/index`, intruder.owner.apiKey, {
+      file_data: { file: { type: "file", raw_bytes: "%%% not base64 %%%", metadata: { name: "bad.txt" } } },
+    });
+    expect(bad.status).toBe(404);
+    expect(bad.body).toEqual(missing.body);
+
+    const viewer = await owner.addMember("viewer");
+    const refused = await post(
+      `/v1/knowledge-base/${kb}/index`,
+      viewer.apiKey,
+      fileData("v.txt", "text/plain", "Terns."),
+    );
+    expect(refused.status).toBe(403);
+    const member = await owner.addMember("member");
+    const notOwner = await post(`/v1/knowledge-base/${kb}/index`, member.apiKey, fileData("m.txt", "text/plain", TEXT));
+    expect(notOwner.status).toBe(403);
+
+    expect(await documents(owner.owner.apiKey, kb)).toHaveLength(1);
+  });
+});
