@@ -64,9 +64,10 @@ export async function knownHashes(env: Env, kbId: string, hashes: string[]): Pro
 
 /**
  * The knowledge base the caller may write to (404 for another organization's, 403 for a viewer or
- * a member who does not own it, exactly as writableKnowledgeBase) and, in the same D1 round trip,
- * the documents it already holds with these content hashes. The lookup's rows are used only once
- * the record says the caller may write to the base.
+ * a member who does not own it, exactly as writableKnowledgeBase) and, in the same D1 batch (one
+ * call, where the record and the lookup were two one after the other), the documents it already
+ * holds with these content hashes. The lookup's rows are used only once the record says the
+ * caller may write to the base.
  */
 export async function writableKnowledgeBaseWithHashes(
   env: Env,
@@ -80,7 +81,7 @@ export async function writableKnowledgeBaseWithHashes(
     .from(knowledgeBases)
     .where(and(eq(knowledgeBases.id, kbId), eq(knowledgeBases.orgId, auth.orgId)))
     .limit(1);
-  const [rows, ...lookups] = await Promise.all([record, ...lookupStatements(env, kbId, hashes)]);
+  const [rows, ...lookups] = await db.batch([record, ...lookupStatements(env, kbId, hashes)]);
   const kb = assertVisible((rows as KnowledgeBaseRow[])[0], auth, "knowledge base");
   assertWritable(kb, auth, "knowledge base");
   remember(kb);
