@@ -19,13 +19,15 @@ const hints = new Map<string, ChunkSettings>();
  * in that same round trip decides, and a wrong guess costs the lookup again. Nothing about access
  * is remembered: every request reads its knowledge base, with its organization, as before.
  */
-export function settingsHint(kbId: string): ChunkSettings | undefined {
-  return hints.get(kbId);
+export function settingsHint(orgId: string, kbId: string): ChunkSettings | undefined {
+  return hints.get(`${orgId}/${kbId}`);
 }
 
 function remember(kb: KnowledgeBaseRow): void {
-  hints.delete(kb.id);
-  hints.set(kb.id, { chunkSize: kb.chunkSize, chunkOverlap: kb.chunkOverlap });
+  // Keyed by organization too, so a caller from another one never has files read before the 404.
+  const key = `${kb.orgId}/${kb.id}`;
+  hints.delete(key);
+  hints.set(key, { chunkSize: kb.chunkSize, chunkOverlap: kb.chunkOverlap });
   if (hints.size > HINTS_KEPT) hints.delete(hints.keys().next().value ?? "");
 }
 

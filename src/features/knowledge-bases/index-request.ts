@@ -109,7 +109,7 @@ async function readFilesEarly(
   kbId: string,
   input: IndexInput,
 ): Promise<{ settings: ChunkSettings; files: PreparedFile[]; hashes: string[] } | undefined> {
-  const hint = settingsHint(kbId);
+  const hint = settingsHint(orgId, kbId);
   if (!hint || !input.file_data) return undefined;
   try {
     const settings = chunkSettings(hint, input.config);
