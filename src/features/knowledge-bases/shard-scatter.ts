@@ -19,6 +19,61 @@ export interface MissingShard {
 
 class ShardTimeout extends Error {}
 
+/** A promise, or a ShardTimeout once `ms` pass without it settling. */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ShardTimeout()), ms);
+      }),
+    ]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
+function missingReason(error: unknown): MissingShard["reason"] {
+  return error instanceof ShardTimeout ? "timeout" : "failed";
+}
+
+/**
+ * One read (not a query step) asked of several shards in parallel: the answers of those that
+ * answered, and the ones that failed or timed out, logged, so the caller says what is missing
+ * rather than answering less without a word or failing as a whole for one shard.
+ */
+export async function askShards<T>(
+  shards: number[],
+  ask: (shard: number) => Promise<T>,
+  what: string,
+  timeoutMs = SHARD_TIMEOUT_MS,
+): Promise<{ answers: [number, T][]; missing: MissingShard[] }> {
+  const settled = await Promise.allSettled(shards.map((s) => withTimeout(ask(s), timeoutMs)));
+  const answers: [number, T][] = [];
+  const missing: MissingShard[] = [];
+  settled.forEach((r, i) => {
+    if (r.status === "fulfilled") answers.push([shards[i], r.value]);
+    else {
+      missing.push({ shard: shards[i], reason: missingReason(r.reason) });
+      logEvent("warn", "knowledge_base_shard_missing", {
+        shard: shards[i],
+        reason: missingReason(r.reason),
+        stage: what,
+        cause: causeChain(r.reason),
+      });
+    }
+  });
+  return { answers, missing };
+}
+
+/** Two lists of missing shards as one, each shard once (its first reason). */
+export function mergeMissing(...lists: MissingShard[][]): MissingShard[] {
+  const out = new Map<number, MissingShard>();
+  for (const list of lists) for (const m of list) if (!out.has(m.shard)) out.set(m.shard, m);
+  return [...out.values()].sort((a, b) => a.shard - b.shard);
+}
+
 /**
  * One query's calls to a sharded knowledge base's shards: every step goes to the shards in
  * parallel. A shard that fails or times out is left out of the rest of the query and recorded,
@@ -44,19 +99,16 @@ export class ShardScatter {
 
   private async call<K extends StageKind>(shard: ShardInfo, request: StageOf<K>): Promise<StageResults[K] | undefined> {
     const stub = rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, shardName(this.kbId, shard.index));
-    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const answer = await Promise.race([
+      const answer = await withTimeout(
         this.fromReplica(shard, request).then((a) => a ?? stub.stage<K>({ lo: shard.lo, hi: shard.hi }, request)),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new ShardTimeout()), this.timeoutMs);
-        }),
-      ]);
+        this.timeoutMs,
+      );
       if (answer.stale) throw new StaleShardMap();
       return answer.result;
     } catch (error) {
       if (error instanceof StaleShardMap) throw error;
-      const reason = error instanceof ShardTimeout ? "timeout" : "failed";
+      const reason = missingReason(error);
       this.missing.set(shard.index, reason);
       logEvent("warn", "knowledge_base_shard_missing", {
         shard: shard.index,
@@ -65,8 +117,6 @@ export class ShardScatter {
         cause: causeChain(error),
       });
       return undefined;
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
     }
   }
 
