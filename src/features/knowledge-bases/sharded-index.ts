@@ -21,6 +21,23 @@ export type ShardedRetrieveResult = RetrieveResult & { partial?: { missing: Miss
 /** A read over several shards: what the shards that answered hold, and the ones that did not (empty when none). */
 export type ShardedRead<K extends string, T> = { [key in K]: T } & { missing: MissingShard[] };
 
+/**
+ * The shard maps of sharded knowledge bases this isolate queried, so a query goes straight to the
+ * shards instead of asking shard 0 for the map first. Safe because every step of a query carries
+ * the range it expects of each shard and a shard whose range changed answers `stale` (a split
+ * changes the splitting shard's range), after which the query reads the map again. Maps only
+ * grow, so a base seen sharded stays sharded. Bounded; the oldest entry leaves first.
+ */
+const knownMaps = new Map<string, ShardMap>();
+const KNOWN_MAPS = 512;
+
+function rememberMap(kbId: string, map: ShardMap): ShardMap {
+  knownMaps.delete(kbId);
+  if (map.shards.length > 1) knownMaps.set(kbId, map);
+  if (knownMaps.size > KNOWN_MAPS) knownMaps.delete(knownMaps.keys().next().value ?? "");
+  return map;
+}
+
 /** Times a query starts over after finding its shard map stale (a split finished under it). */
 const STALE_RETRIES = 3;
 
@@ -41,8 +58,8 @@ export class ShardedKnowledgeBaseIndex {
     return rpcStub(this.env.KB_INDEX, shardName(this.kbId, index));
   }
 
-  private map(): Promise<ShardMap> {
-    return this.shard(0).shardMap();
+  private async map(): Promise<ShardMap> {
+    return rememberMap(this.kbId, await this.shard(0).shardMap());
   }
 
   private async chunksElsewhere(map: ShardMap, except: number): Promise<number> {
@@ -54,9 +71,12 @@ export class ShardedKnowledgeBaseIndex {
   }
 
   async retrieve(request: RetrieveRequest): Promise<ShardedRetrieveResult> {
-    const first = (await this.fromReplica(request)) ?? (await this.shard(0).retrieveOrMap(request));
-    if ("result" in first) return first.result;
-    let map = first.map;
+    let map = knownMaps.get(this.kbId);
+    if (!map) {
+      const first = (await this.fromReplica(request)) ?? (await this.shard(0).retrieveOrMap(request));
+      if ("result" in first) return first.result;
+      map = rememberMap(this.kbId, first.map);
+    }
     for (let attempt = 0; ; attempt++) {
       const scatter = new ShardScatter(this.env, this.kbId, map, this.timeoutMs);
       try {
@@ -91,8 +111,9 @@ export class ShardedKnowledgeBaseIndex {
     text: string,
     options: { topK: number; filter?: FilterNode },
   ): Promise<ShardedRead<"hits", KeywordHit[]>> {
+    let map = knownMaps.get(this.kbId);
     for (let attempt = 0; ; attempt++) {
-      const map = await this.map();
+      map ??= await this.map();
       if (map.shards.length === 1) return { hits: await this.shard(0).keywordSearch(text, options), missing: [] };
       const scatter = new ShardScatter(this.env, this.kbId, map, this.timeoutMs);
       try {
@@ -100,6 +121,7 @@ export class ShardedKnowledgeBaseIndex {
         return { hits, missing: scatter.missingShards() };
       } catch (error) {
         if (!(error instanceof StaleShardMap) || attempt >= STALE_RETRIES) throw error;
+        map = undefined;
       }
     }
   }
