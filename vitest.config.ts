@@ -182,7 +182,17 @@ export default defineConfig({
             },
           }),
         ],
-        test: { name: "vectorize", include: ["test/knowledge-bases/knowledge-bases.*.test.ts"], ...common },
+        // The sharded suites too: a sharded base's vector half is Vectorize's matches mapped shard by shard.
+        test: {
+          name: "vectorize",
+          include: [
+            "test/knowledge-bases/knowledge-bases.*.test.ts",
+            "test/knowledge-bases/sharding.test.ts",
+            "test/knowledge-bases/sharding-partial.test.ts",
+            "test/knowledge-bases/sharding-exact.test.ts",
+          ],
+          ...common,
+        },
       },
       {
         // The generated-client check, in Node: Loom started as `npm start` starts it, its live

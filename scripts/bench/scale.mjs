@@ -11,6 +11,8 @@
 // Options: --chunks=100000  --in-flight=16  --queries=200  --doc-chunks=2000  --chunk-size=48
 //          --settle=10 (seconds between indexing and timing, so background work after the last
 //          write, such as the index reading its posting lists ahead, is done)  --server-pid=  --keep
+//          --kb=ID --key=KEY (time queries on a knowledge base kept by an earlier --keep run, without
+//          indexing: the same base measured against two builds, or before and after a change)
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { percentile } from "../latency.mjs";
@@ -45,6 +47,7 @@ export async function run({ base, args }) {
   const api = apiClient(base);
 
   const { queries, makeDocument } = syntheticCranfield();
+  if (args.has("kb")) return timeKept({ api, queries, args, queryCount, inFlight, serverPid });
 
   const user = `scale${Date.now().toString(36)}`;
   const signup = await api("/auth/signup", {
@@ -57,12 +60,7 @@ export async function run({ base, args }) {
     token: key,
     body: { name: "scale", chunk_size: chunkSize },
   });
-  const ask = (i) =>
-    api(`/v1/knowledge-base/${kb}/query`, {
-      method: "POST",
-      token: key,
-      body: { queries: [queries[i % queries.length]], search_metadata: { top_k: 10 } },
-    });
+  const ask = asker(api, kb, key, queries);
 
   /** Shard and replica fields of the knowledge base's record, whatever a sharded build names them. */
   async function layout() {
@@ -123,57 +121,75 @@ export async function run({ base, args }) {
     );
     await new Promise((r) => setTimeout(r, settle * 1000));
 
-    for (let i = 0; i < 10; i++) await ask(i + 200);
-    const cpu0 = cpuSeconds(serverPid);
-    const loadQueries = load();
-    const latencies = [];
-    for (let i = 0; i < queryCount; i++) {
-      const q0 = performance.now();
-      await ask(i);
-      latencies.push(performance.now() - q0);
-    }
-    const cpu1 = cpuSeconds(serverPid);
-    latencies.sort((a, b) => a - b);
-    const cpu =
-      cpu0 !== null && cpu1 !== null ? `, server CPU ${((1000 * (cpu1 - cpu0)) / queryCount).toFixed(1)} ms/query` : "";
-    console.log(
-      `${chunks} chunks: hybrid top-10 one at a time p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (${queryCount} queries${cpu}; load ${loadQueries} -> ${load()})`,
-    );
-
-    let throughput = null;
-    if (inFlight > 0) {
-      const n = Math.max(queryCount, inFlight * 25);
-      const times = [];
-      let next = 0;
-      const loadBurst = load();
-      const b0 = performance.now();
-      await Promise.all(
-        Array.from({ length: inFlight }, async () => {
-          while (next < n) {
-            const i = next++;
-            const q0 = performance.now();
-            await ask(i);
-            times.push(performance.now() - q0);
-          }
-        }),
-      );
-      const seconds = (performance.now() - b0) / 1000;
-      times.sort((a, b) => a - b);
-      throughput = n / seconds;
-      console.log(
-        `${chunks} chunks: ${n} hybrid queries, ${inFlight} in flight: ${throughput.toFixed(0)} queries/s, p50 ${percentile(times, 50).toFixed(1)} ms, p99 ${percentile(times, 99).toFixed(1)} ms (load ${loadBurst} -> ${load()})`,
-      );
-    }
-    results.push({
-      chunks,
-      newChunks,
-      chunksPerSecond: newChunks / indexSeconds,
-      p50: percentile(latencies, 50),
-      p99: percentile(latencies, 99),
-      throughput,
-    });
+    const timed = await timeQueries({ ask, chunks, queryCount, inFlight, serverPid });
+    results.push({ chunks, newChunks, chunksPerSecond: newChunks / indexSeconds, ...timed });
   }
-  if (args.has("keep")) console.log(`kept knowledge base ${kb} (API key ${key})`);
+  if (args.has("keep")) console.log(`kept knowledge base ${kb} (API key ${key}): --kb=${kb} --key=${key}`);
   else await api(`/v1/knowledge-base/${kb}`, { method: "DELETE", token: key });
   return results;
+}
+
+function asker(api, kb, key, queries) {
+  return (i) =>
+    api(`/v1/knowledge-base/${kb}/query`, {
+      method: "POST",
+      token: key,
+      body: { queries: [queries[i % queries.length]], search_metadata: { top_k: 10 } },
+    });
+}
+
+async function timeKept({ api, queries, args, queryCount, inFlight, serverPid }) {
+  const kb = args.get("kb");
+  const key = args.get("key");
+  const { documents } = await api(`/v1/knowledge-base/${kb}/documents`, { token: key });
+  const chunks = documents.reduce((n, d) => n + d.chunkCount, 0);
+  return [
+    { chunks, ...(await timeQueries({ ask: asker(api, kb, key, queries), chunks, queryCount, inFlight, serverPid })) },
+  ];
+}
+
+/** p50/p99 one at a time (after 10 warm-up queries) with the server's CPU per query, then --in-flight at once. */
+async function timeQueries({ ask, chunks, queryCount, inFlight, serverPid }) {
+  for (let i = 0; i < 10; i++) await ask(i + 200);
+  const cpu0 = cpuSeconds(serverPid);
+  const loadQueries = load();
+  const latencies = [];
+  for (let i = 0; i < queryCount; i++) {
+    const q0 = performance.now();
+    await ask(i);
+    latencies.push(performance.now() - q0);
+  }
+  const cpu1 = cpuSeconds(serverPid);
+  latencies.sort((a, b) => a - b);
+  const cpu =
+    cpu0 !== null && cpu1 !== null ? `, server CPU ${((1000 * (cpu1 - cpu0)) / queryCount).toFixed(1)} ms/query` : "";
+  console.log(
+    `${chunks} chunks: hybrid top-10 one at a time p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (${queryCount} queries${cpu}; load ${loadQueries} -> ${load()})`,
+  );
+
+  let throughput = null;
+  if (inFlight > 0) {
+    const n = Math.max(queryCount, inFlight * 25);
+    const times = [];
+    let next = 0;
+    const loadBurst = load();
+    const b0 = performance.now();
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < n) {
+          const i = next++;
+          const q0 = performance.now();
+          await ask(i);
+          times.push(performance.now() - q0);
+        }
+      }),
+    );
+    const seconds = (performance.now() - b0) / 1000;
+    times.sort((a, b) => a - b);
+    throughput = n / seconds;
+    console.log(
+      `${chunks} chunks: ${n} hybrid queries, ${inFlight} in flight: ${throughput.toFixed(0)} queries/s, p50 ${percentile(times, 50).toFixed(1)} ms, p99 ${percentile(times, 99).toFixed(1)} ms (load ${loadBurst} -> ${load()})`,
+    );
+  }
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), throughput };
 }

@@ -53,7 +53,19 @@ export const KnowledgeBaseDocument = z
 export const DocumentIds = z
   .object({ status: z.literal("success"), document_ids: z.array(z.string()) })
   .openapi("DocumentIds");
-export const DocumentList = DocumentIds.extend({ documents: z.array(KnowledgeBaseDocument) }).openapi("DocumentList");
+/** The shards a sharded answer could not ask, and why (query results and the documents list). */
+const MissingShards = z.array(z.object({ shard: z.number().int(), reason: z.enum(["failed", "timeout"]) }));
+
+export const DocumentList = DocumentIds.extend({
+  documents: z.array(KnowledgeBaseDocument),
+  partial: z.literal(true).optional().openapi({
+    description:
+      "Present only when a shard of this knowledge base's index failed or timed out while reading indexing progress: the documents it holds are listed without `progress`, and `missing_shards` names it.",
+  }),
+  missing_shards: MissingShards.optional().openapi({
+    description: "With `partial`: the shards whose documents' progress this list lacks, and why.",
+  }),
+}).openapi("DocumentList");
 
 /** retrieval.ts ResultItem: a chunk, document or page; `metadata` carries the document's custom metadata, free-form. */
 const ResultItem = z
@@ -107,10 +119,9 @@ export const KnowledgeBaseQueryResult = z
       description:
         "Present only when a shard of this knowledge base's index failed or timed out: the answer holds what the other shards found, and `missing_shards` says which part is missing.",
     }),
-    missing_shards: z
-      .array(z.object({ shard: z.number().int(), reason: z.enum(["failed", "timeout"]) }))
-      .optional()
-      .openapi({ description: "With `partial`: the shards whose chunks this answer could not search, and why." }),
+    missing_shards: MissingShards.optional().openapi({
+      description: "With `partial`: the shards whose chunks this answer could not search, and why.",
+    }),
     generated_filter: z
       .union([z.object({ applied: z.record(z.string(), z.unknown()) }), z.object({ rejected: z.string() })])
       .optional(),

@@ -109,8 +109,8 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
       responses: { 404: "No such knowledge base" },
     },
     async (c, { params, query }) => {
-      const documents = await listDocuments(c.env, c.get("auth"), params.id, query);
-      return c.json({ status: "success", document_ids: documents.map((d) => d._id), documents });
+      const list = await listDocuments(c.env, c.get("auth"), params.id, query);
+      return c.json({ status: "success", document_ids: list.documents.map((d) => d._id), ...list });
     },
   );
 

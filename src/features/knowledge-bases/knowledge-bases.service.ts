@@ -217,7 +217,7 @@ export async function deleteKnowledgeBase(env: Env, auth: AuthContext, id: strin
  */
 export async function listDocuments(env: Env, auth: AuthContext, kbId: string, filters: DocumentsListFilters = {}) {
   const kb = await visibleKnowledgeBase(env, auth, kbId);
-  if (filters.folder_id !== undefined || filters.integration_id !== undefined) return [];
+  if (filters.folder_id !== undefined || filters.integration_id !== undefined) return { documents: [] };
   const where =
     filters.title === undefined
       ? eq(kbDocuments.kbId, kb.id)
@@ -229,16 +229,18 @@ export async function listDocuments(env: Env, auth: AuthContext, kbId: string, f
     .orderBy(desc(kbDocuments.createdAt), desc(kbDocuments.id))
     .limit(5000);
   // Documents still indexing show how far they are: chunks indexed and in all, from the index object.
+  // A shard that cannot answer leaves its documents without progress and is named (missing_shards).
   const indexing = rows.filter((r) => r.status === "indexing").map((r) => r.id);
-  const progress = new Map(
-    indexing.length ? (await indexStub(env, kb.id).progress(indexing.slice(0, 500))).map((p) => [p.documentId, p]) : [],
-  );
-  return rows.map((row) => {
+  const asked = indexing.length ? await indexStub(env, kb.id).progress(indexing.slice(0, 500)) : undefined;
+  const progress = new Map((asked?.progress ?? []).map((p) => [p.documentId, p]));
+  const documents = rows.map((row) => {
     const p = progress.get(row.id);
     return p
       ? { ...documentRecord(row), progress: { chunksIndexed: p.chunksIndexed, chunksTotal: p.chunksTotal } }
       : documentRecord(row);
   });
+  const missing = asked?.missing ?? [];
+  return missing.length ? { documents, partial: true as const, missing_shards: missing } : { documents };
 }
 
 export function parseDocumentIds(text: string): string[] {

@@ -19,6 +19,73 @@ export interface MissingShard {
 
 class ShardTimeout extends Error {}
 
+/** A promise, or a ShardTimeout once `ms` pass without it settling. */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ShardTimeout()), ms);
+      }),
+    ]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
+function missingReason(error: unknown): MissingShard["reason"] {
+  return error instanceof ShardTimeout ? "timeout" : "failed";
+}
+
+/**
+ * One read (not a query step) asked of several shards in parallel: the answers of those that
+ * answered, and the ones that failed or timed out, logged, so the caller says what is missing
+ * rather than answering less without a word or failing as a whole for one shard.
+ */
+export async function askShards<T>(
+  shards: number[],
+  ask: (shard: number) => Promise<T>,
+  what: string,
+  timeoutMs = SHARD_TIMEOUT_MS,
+): Promise<{ answers: [number, T][]; missing: MissingShard[] }> {
+  const settled = await Promise.allSettled(shards.map((s) => withTimeout(ask(s), timeoutMs)));
+  const answers: [number, T][] = [];
+  const missing: MissingShard[] = [];
+  settled.forEach((r, i) => {
+    if (r.status === "fulfilled") answers.push([shards[i], r.value]);
+    else {
+      missing.push({ shard: shards[i], reason: missingReason(r.reason) });
+      logEvent("warn", "knowledge_base_shard_missing", {
+        shard: shards[i],
+        reason: missingReason(r.reason),
+        stage: what,
+        cause: causeChain(r.reason),
+      });
+    }
+  });
+  return { answers, missing };
+}
+
+/** Merged-ranking keys (shard-map.ts globalKey) grouped by shard, as that shard's rowids. */
+export function rowidsByShard(keys: Iterable<number>): Map<number, number[]> {
+  const out = new Map<number, number[]>();
+  for (const key of keys) {
+    const { shard, rowid } = splitKey(key);
+    const list = out.get(shard);
+    if (list) list.push(rowid);
+    else out.set(shard, [rowid]);
+  }
+  return out;
+}
+
+/** Two lists of missing shards as one, each shard once (its first reason). */
+export function mergeMissing(...lists: MissingShard[][]): MissingShard[] {
+  const out = new Map<number, MissingShard>();
+  for (const list of lists) for (const m of list) if (!out.has(m.shard)) out.set(m.shard, m);
+  return [...out.values()].sort((a, b) => a.shard - b.shard);
+}
+
 /**
  * One query's calls to a sharded knowledge base's shards: every step goes to the shards in
  * parallel. A shard that fails or times out is left out of the rest of the query and recorded,
@@ -42,21 +109,44 @@ export class ShardScatter {
     return [...this.missing].map(([shard, reason]) => ({ shard, reason }));
   }
 
-  private async call<K extends StageKind>(shard: ShardInfo, request: StageOf<K>): Promise<StageResults[K] | undefined> {
-    const stub = rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, shardName(this.kbId, shard.index));
+  /** One step on some shards at once, under one timer for the step (not one per call: fewer timers per query). */
+  private async round<K extends StageKind>(
+    shards: ShardInfo[],
+    requestFor: (shard: ShardInfo) => StageOf<K>,
+  ): Promise<[ShardInfo, StageResults[K]][]> {
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ShardTimeout()), this.timeoutMs);
+    });
+    // Marked handled: with no call left racing it, its rejection must not count as unhandled.
+    deadline.catch(() => undefined);
+    try {
+      const answers = await Promise.all(shards.map((s) => this.call(s, requestFor(s), deadline)));
+      return shards.flatMap((s, i): [ShardInfo, StageResults[K]][] => {
+        const answer = answers[i];
+        return answer === undefined ? [] : [[s, answer]];
+      });
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+    }
+  }
+
+  private async call<K extends StageKind>(
+    shard: ShardInfo,
+    request: StageOf<K>,
+    deadline: Promise<never>,
+  ): Promise<StageResults[K] | undefined> {
+    const stub = rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, shardName(this.kbId, shard.index));
     try {
       const answer = await Promise.race([
         this.fromReplica(shard, request).then((a) => a ?? stub.stage<K>({ lo: shard.lo, hi: shard.hi }, request)),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new ShardTimeout()), this.timeoutMs);
-        }),
+        deadline,
       ]);
       if (answer.stale) throw new StaleShardMap();
       return answer.result;
     } catch (error) {
       if (error instanceof StaleShardMap) throw error;
-      const reason = error instanceof ShardTimeout ? "timeout" : "failed";
+      const reason = missingReason(error);
       this.missing.set(shard.index, reason);
       logEvent("warn", "knowledge_base_shard_missing", {
         shard: shard.index,
@@ -65,8 +155,6 @@ export class ShardScatter {
         cause: causeChain(error),
       });
       return undefined;
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
     }
   }
 
@@ -96,31 +184,20 @@ export class ShardScatter {
     }
   }
 
-  /** One step on every live shard; answers from the shards that answered. */
-  async all<K extends StageKind>(request: StageOf<K>): Promise<[ShardInfo, StageResults[K]][]> {
-    const shards = this.live();
-    const answers = await Promise.all(shards.map((s) => this.call(s, request)));
-    return shards.flatMap((s, i): [ShardInfo, StageResults[K]][] => {
-      const answer = answers[i];
-      return answer === undefined ? [] : [[s, answer]];
-    });
+  /** One step on every live shard (the same request, or each its own); answers from the shards that answered. */
+  async all<K extends StageKind>(
+    request: StageOf<K> | ((shard: ShardInfo) => StageOf<K>),
+  ): Promise<[ShardInfo, StageResults[K]][]> {
+    return this.round(this.live(), (s) => (typeof request === "function" ? request(s) : request));
   }
 
   /** One step on the shards holding some rows (merged-ranking keys), each asked about its own rowids. */
   async byShard<K extends StageKind>(
     keys: number[],
-    make: (rowids: number[]) => StageOf<K>,
+    make: (rowids: number[], shard: ShardInfo) => StageOf<K>,
   ): Promise<[ShardInfo, StageResults[K]][]> {
-    const rowids = new Map<number, number[]>();
-    for (const key of keys) {
-      const { shard, rowid } = splitKey(key);
-      rowids.set(shard, [...(rowids.get(shard) ?? []), rowid]);
-    }
+    const rowids = rowidsByShard(keys);
     const shards = this.live().filter((s) => rowids.has(s.index));
-    const answers = await Promise.all(shards.map((s) => this.call(s, make(rowids.get(s.index) ?? []))));
-    return shards.flatMap((s, i): [ShardInfo, StageResults[K]][] => {
-      const answer = answers[i];
-      return answer === undefined ? [] : [[s, answer]];
-    });
+    return this.round(shards, (s) => make(rowids.get(s.index) ?? [], s));
   }
 }

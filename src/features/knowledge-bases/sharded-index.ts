@@ -8,7 +8,7 @@ import type { KeywordHit } from "./index/chunk-retriever";
 import type { WebSourceRecord } from "./web-ingestion";
 import type { StoredPage } from "./web-sources";
 import { groupByShard, shardName, shardOf, type ShardMap } from "./index/shard-map";
-import { ShardScatter, StaleShardMap, type MissingShard } from "./shard-scatter";
+import { askShards, ShardScatter, StaleShardMap, type MissingShard } from "./shard-scatter";
 import { ShardedRetrieval } from "./sharded-retrieval";
 import { pickCopy, replicaOf } from "./shard-replicas";
 import { causeChain, logEvent } from "../../lib/log";
@@ -17,6 +17,26 @@ type IndexRpc = RpcSurface<KnowledgeBaseIndex>;
 
 /** A sharded answer that could not ask every shard names the ones it lacks. */
 export type ShardedRetrieveResult = RetrieveResult & { partial?: { missing: MissingShard[] } };
+
+/** A read over several shards: what the shards that answered hold, and the ones that did not (empty when none). */
+export type ShardedRead<K extends string, T> = { [key in K]: T } & { missing: MissingShard[] };
+
+/**
+ * The shard maps of sharded knowledge bases this isolate queried, so a query goes straight to the
+ * shards instead of asking shard 0 for the map first. Safe because every step of a query carries
+ * the range it expects of each shard and a shard whose range changed answers `stale` (a split
+ * changes the splitting shard's range), after which the query reads the map again. Maps only
+ * grow, so a base seen sharded stays sharded. Bounded; the oldest entry leaves first.
+ */
+const knownMaps = new Map<string, ShardMap>();
+const KNOWN_MAPS = 512;
+
+function rememberMap(kbId: string, map: ShardMap): ShardMap {
+  knownMaps.delete(kbId);
+  if (map.shards.length > 1) knownMaps.set(kbId, map);
+  if (knownMaps.size > KNOWN_MAPS) knownMaps.delete(knownMaps.keys().next().value ?? "");
+  return map;
+}
 
 /** Times a query starts over after finding its shard map stale (a split finished under it). */
 const STALE_RETRIES = 3;
@@ -38,8 +58,8 @@ export class ShardedKnowledgeBaseIndex {
     return rpcStub(this.env.KB_INDEX, shardName(this.kbId, index));
   }
 
-  private map(): Promise<ShardMap> {
-    return this.shard(0).shardMap();
+  private async map(): Promise<ShardMap> {
+    return rememberMap(this.kbId, await this.shard(0).shardMap());
   }
 
   private async chunksElsewhere(map: ShardMap, except: number): Promise<number> {
@@ -51,9 +71,12 @@ export class ShardedKnowledgeBaseIndex {
   }
 
   async retrieve(request: RetrieveRequest): Promise<ShardedRetrieveResult> {
-    const first = (await this.fromReplica(request)) ?? (await this.shard(0).retrieveOrMap(request));
-    if ("result" in first) return first.result;
-    let map = first.map;
+    let map = knownMaps.get(this.kbId);
+    if (!map) {
+      const first = (await this.fromReplica(request)) ?? (await this.shard(0).retrieveOrMap(request));
+      if ("result" in first) return first.result;
+      map = rememberMap(this.kbId, first.map);
+    }
     for (let attempt = 0; ; attempt++) {
       const scatter = new ShardScatter(this.env, this.kbId, map, this.timeoutMs);
       try {
@@ -83,39 +106,54 @@ export class ShardedKnowledgeBaseIndex {
     }
   }
 
-  async keywordSearch(text: string, options: { topK: number; filter?: FilterNode }): Promise<KeywordHit[]> {
+  /** Plain BM25 top hits (pseudo-relevance feedback reads them); a failing shard is named in `missing`. */
+  async keywordSearch(
+    text: string,
+    options: { topK: number; filter?: FilterNode },
+  ): Promise<ShardedRead<"hits", KeywordHit[]>> {
+    let map = knownMaps.get(this.kbId);
     for (let attempt = 0; ; attempt++) {
-      const map = await this.map();
-      if (map.shards.length === 1) return this.shard(0).keywordSearch(text, options);
+      map ??= await this.map();
+      if (map.shards.length === 1) return { hits: await this.shard(0).keywordSearch(text, options), missing: [] };
+      const scatter = new ShardScatter(this.env, this.kbId, map, this.timeoutMs);
       try {
-        return await new ShardedRetrieval(new ShardScatter(this.env, this.kbId, map, this.timeoutMs)).keywordSearch(
-          text,
-          options,
-        );
+        const hits = await new ShardedRetrieval(scatter).keywordSearch(text, options);
+        return { hits, missing: scatter.missingShards() };
       } catch (error) {
         if (!(error instanceof StaleShardMap) || attempt >= STALE_RETRIES) throw error;
+        map = undefined;
       }
     }
   }
 
-  async getChunks(ids: string[]): Promise<StoredChunk[]> {
+  /** Chunks by id from whichever shard holds them; shards that fail are named in `missing`. */
+  async getChunks(ids: string[]): Promise<ShardedRead<"chunks", StoredChunk[]>> {
     const map = await this.map();
-    if (map.shards.length === 1) return this.shard(0).getChunks(ids);
-    const parts = await Promise.all(map.shards.map((s) => this.shard(s.index).getChunks(ids)));
+    if (map.shards.length === 1) return { chunks: await this.shard(0).getChunks(ids), missing: [] };
+    const { answers, missing } = await askShards(
+      map.shards.map((s) => s.index),
+      (index) => this.shard(index).getChunks(ids),
+      "getChunks",
+      this.timeoutMs,
+    );
     const seen = new Set<string>();
-    return parts.flat().filter((c) => !seen.has(c.id) && seen.add(c.id) !== undefined);
+    const chunks = answers.flatMap(([, list]) => list).filter((c) => !seen.has(c.id) && seen.add(c.id) !== undefined);
+    return { chunks, missing };
   }
 
-  async documentChunks(documentIds: string[], limitPerDocument: number): Promise<StoredChunk[]> {
+  /** Documents' chunks from their shards; a document whose shard fails has none, and that shard is in `missing`. */
+  async documentChunks(documentIds: string[], limitPerDocument: number): Promise<ShardedRead<"chunks", StoredChunk[]>> {
     const map = await this.map();
-    const parts = await Promise.all(
-      [...groupByShard(map, documentIds, (d) => d)].map(([index, ids]) =>
-        this.shard(index).documentChunks(ids, limitPerDocument),
-      ),
+    const groups = groupByShard(map, documentIds, (d) => d);
+    const { answers, missing } = await askShards(
+      [...groups.keys()],
+      (index) => this.shard(index).documentChunks(groups.get(index) ?? [], limitPerDocument),
+      "documentChunks",
+      this.timeoutMs,
     );
     const byDocument = new Map(documentIds.map((d): [string, StoredChunk[]] => [d, []]));
-    for (const c of parts.flat()) byDocument.get(c.documentId)?.push(c);
-    return [...byDocument.values()].flat();
+    for (const [, list] of answers) for (const c of list) byDocument.get(c.documentId)?.push(c);
+    return { chunks: [...byDocument.values()].flat(), missing };
   }
 
   /** How many index objects (shards) hold the knowledge base's chunks now. */
@@ -138,12 +176,19 @@ export class ShardedKnowledgeBaseIndex {
     return { chunks: parts.flatMap((p) => p.chunks) };
   }
 
-  async progress(documentIds: string[]): Promise<{ documentId: string; chunksIndexed: number; chunksTotal: number }[]> {
+  /** Indexing progress of documents; those on a shard that fails have none, and it is named in `missing`. */
+  async progress(
+    documentIds: string[],
+  ): Promise<ShardedRead<"progress", { documentId: string; chunksIndexed: number; chunksTotal: number }[]>> {
     const map = await this.map();
-    const parts = await Promise.all(
-      [...groupByShard(map, documentIds, (d) => d)].map(([index, ids]) => this.shard(index).progress(ids)),
+    const groups = groupByShard(map, documentIds, (d) => d);
+    const { answers, missing } = await askShards(
+      [...groups.keys()],
+      (index) => this.shard(index).progress(groups.get(index) ?? []),
+      "progress",
+      this.timeoutMs,
     );
-    return parts.flat();
+    return { progress: answers.flatMap(([, list]) => list), missing };
   }
 
   async stats(): Promise<{ chunks: number; vectors: number; dimensions: number; pending: number; shards: number }> {

@@ -7,8 +7,7 @@ import { boostTitles, TITLE_BOOST } from "./index/title-boost";
 import { rocchio, VECTOR_FEEDBACK } from "./index/vector-feedback";
 import { SPARSE_FILTER_SHARE } from "./index/vector-store";
 import { MAX_TOP_K } from "./index/vector-index";
-import { globalKey } from "./index/shard-map";
-import type { StatsResult } from "./index/shard-stages";
+import { globalKey, type ShardInfo } from "./index/shard-map";
 import type { KeywordHit } from "./index/chunk-retriever";
 import {
   applyLimits,
@@ -19,9 +18,11 @@ import {
   type RankedChunk,
   type RetrieveRequest,
   type RetrieveResult,
-  type StoredChunk,
 } from "./index/retrieval";
 import type { ShardScatter } from "./shard-scatter";
+import { SentAhead } from "./sharded-ahead";
+import { byScore, statsFor, sumStats, type GlobalStats } from "./sharded-stats";
+import type { StageExtras } from "./index/shard-stages";
 
 /**
  * ChunkRetriever.retrieve's pipeline over a sharded knowledge base, run in the Worker: each step
@@ -30,70 +31,29 @@ import type { ShardScatter } from "./shard-scatter";
  * length and document frequencies (a first step sums them); keyword feedback, title boost, vector
  * feedback and fusion run on the merged lists; the vector search reproduces one index's int8 pool.
  * Merged lists order ties by (rowid, shard), which a split keeps (shard-map.ts globalKey).
+ *
+ * Each step is one round trip to every shard, and the shards' work is small beside it, so steps
+ * are folded where the result stays exact: the unfiltered vector pool comes with the statistics,
+ * titles with the last keyword candidates, and feedback texts and the answer's chunk rows are
+ * sent ahead for the candidates most likely to need them (sharded-ahead.ts fetches the rest).
  */
 
-/** The collection statistics of a query's words, summed over the shards. */
-interface GlobalStats {
-  stemsOf: Record<string, string[]>;
-  frequency: Record<string, number>;
-  keyword: KeywordStats;
-  allowed: number;
-  vectors: number;
-  backlog: { documents: number; chunks: number };
-}
-
-function sumStats(answers: StatsResult[]): GlobalStats {
-  const out: GlobalStats = {
-    stemsOf: {},
-    frequency: {},
-    keyword: { chunks: 0, total: 0, df: {} },
-    allowed: 0,
-    vectors: 0,
-    backlog: { documents: 0, chunks: 0 },
-  };
-  for (const a of answers) {
-    // Stemming is FTS5's and the same in every shard.
-    Object.assign(out.stemsOf, a.stemsOf);
-    for (const [w, n] of Object.entries(a.frequency)) out.frequency[w] = (out.frequency[w] ?? 0) + n;
-    out.keyword.chunks += a.keyword.chunks;
-    out.keyword.total += a.keyword.total;
-    for (const [s, n] of Object.entries(a.keyword.df)) out.keyword.df[s] = (out.keyword.df[s] ?? 0) + n;
-    out.allowed += a.allowed;
-    out.vectors += a.vectors;
-    out.backlog.documents += a.backlog.documents;
-    out.backlog.chunks += a.backlog.chunks;
-  }
-  return out;
-}
-
-/** Best first, equal scores by key (rowid, then shard), as one index's TopK orders them. */
-function byScore<T extends { score: number; key: number }>(a: T, b: T): number {
-  return b.score - a.score || a.key - b.key;
-}
-
-function statsFor(stems: Iterable<string>, stats: KeywordStats): KeywordStats {
-  const df: Record<string, number> = {};
-  for (const s of stems) df[s] = stats.df[s] ?? 0;
-  return { chunks: stats.chunks, total: stats.total, df };
-}
-
 export class ShardedRetrieval {
-  constructor(private readonly scatter: ShardScatter) {}
+  private readonly ahead: SentAhead;
+
+  constructor(private readonly scatter: ShardScatter) {
+    this.ahead = new SentAhead(scatter);
+  }
 
   private async stats(
     words: string[],
     frequencies: boolean,
     stems: string[],
-    request: Pick<RetrieveRequest, "filter">,
+    filter: RetrieveRequest["filter"],
+    nearest?: { vector: number[]; pool: number },
   ) {
-    const answers = await this.scatter.all<"stats">({
-      kind: "stats",
-      words,
-      frequencies,
-      stems,
-      filter: request.filter,
-    });
-    return sumStats(answers.map(([, a]) => a));
+    const answers = await this.scatter.all<"stats">({ kind: "stats", words, frequencies, stems, filter, nearest });
+    return sumStats(answers);
   }
 
   /** The `depth` best chunks by BM25 with the whole base's statistics. */
@@ -102,28 +62,25 @@ export class ShardedRetrieval {
     stats: KeywordStats,
     depth: number,
     filter: RetrieveRequest["filter"],
+    extras?: (shard: ShardInfo) => StageExtras | undefined,
   ) {
-    const answers = await this.scatter.all<"keyword">({
-      kind: "keyword",
-      stems: [...stems],
-      stats: statsFor(stems.keys(), stats),
-      depth,
-      filter,
+    const base = { kind: "keyword" as const, stems: [...stems], stats: statsFor(stems.keys(), stats), depth, filter };
+    const asked = new Map<number, StageExtras | undefined>();
+    const answers = await this.scatter.all<"keyword">((shard) => {
+      const e = extras?.(shard);
+      asked.set(shard.index, e);
+      return e ? { ...base, extras: e } : base;
     });
+    for (const [s, a] of answers) this.ahead.take(s, a.hits, asked.get(s.index), a.extras);
     return answers
-      .flatMap(([s, hits]) => hits.map((h) => ({ key: globalKey(s.index, h.id), score: h.score })))
+      .flatMap(([s, a]) => a.hits.map((h) => ({ key: globalKey(s.index, h.id), score: h.score })))
       .sort(byScore)
       .slice(0, depth)
       .map((h) => ({ id: h.key, score: h.score }));
   }
 
   private async boost(hits: Scored<number>[], query: Map<string, number>, stats: KeywordStats) {
-    const answers = await this.scatter.byShard<"titles">(
-      hits.slice(0, TITLE_BOOST.rerank).map((h) => h.id),
-      (rowids) => ({ kind: "titles", rowids }),
-    );
-    const titles = new Map<number, string[]>();
-    for (const [s, list] of answers) for (const t of list) titles.set(globalKey(s.index, t.rowid), t.stems);
+    const titles = await this.ahead.titlesOf(hits.slice(0, TITLE_BOOST.rerank).map((h) => h.id));
     if (titles.size === 0) return hits;
     return boostTitles(
       hits,
@@ -133,13 +90,19 @@ export class ShardedRetrieval {
     );
   }
 
-  /** ChunkRetriever.keywordRows over the shards (without its FTS5 fallback: a failing shard is reported missing). */
+  /**
+   * ChunkRetriever.keywordRows over the shards (without its FTS5 fallback: a failing shard is
+   * reported missing); the last pass brings `last`'s extras. Feedback texts and titles are asked
+   * for the merged head only: sent ahead from every shard's head they cost more (stemming a dozen
+   * times the chunks) than the round trip they save.
+   */
   private async keywordRows(
     text: string,
     depth: number,
     request: Pick<RetrieveRequest, "filter">,
     global: GlobalStats,
     feedback: boolean | ((first: Scored<number>[]) => Scored<number>[]),
+    last?: (shard: ShardInfo) => StageExtras,
   ): Promise<Scored<number>[]> {
     const counts = queryTermCounts(text);
     if (counts.size === 0) return [];
@@ -148,15 +111,10 @@ export class ShardedRetrieval {
     const query = new Map<string, number>();
     for (const word of chosen)
       for (const stem of global.stemsOf[word] ?? []) query.set(stem, (query.get(stem) ?? 0) + (counts.get(word) ?? 1));
-    const hits = await this.keywordTop(query, global.keyword, depth, request.filter);
+    const hits = await this.keywordTop(query, global.keyword, depth, request.filter, feedback ? undefined : last);
     if (feedback === false || hits.length < 2) return this.boost(hits, query, global.keyword);
     const top = (feedback === true ? hits : feedback(hits)).slice(0, FEEDBACK.docs);
-    const texts = new Map<number, [string, number][]>();
-    for (const [s, list] of await this.scatter.byShard<"feedback">(
-      top.map((h) => h.id),
-      (rowids) => ({ kind: "feedback", rowids }),
-    ))
-      for (const f of list) texts.set(globalKey(s.index, f.rowid), f.stems);
+    const texts = await this.ahead.feedbackOf(top.map((h) => h.id));
     const docs = top.map((h) => ({ stems: new Map(texts.get(h.id) ?? []), score: h.score }));
     // The stems RM3 looks the idf of up (its strongest candidates), asked of every shard once.
     const asked: string[] = [];
@@ -164,12 +122,15 @@ export class ShardedRetrieval {
       asked.push(stem);
       return 1;
     });
-    const more = asked.length ? (await this.stats([], false, asked, request)).keyword : { chunks: 0, total: 0, df: {} };
+    // Only the document frequencies are read from this answer, so no filter is counted for it.
+    const more = asked.length
+      ? (await this.stats([], false, asked, undefined)).keyword
+      : { chunks: 0, total: 0, df: {} };
     const stats: KeywordStats = { ...global.keyword, df: { ...global.keyword.df, ...more.df } };
     const expanded = expandWithFeedback(query, docs, (stem) =>
       Math.log(1 + stats.chunks / (1 + (stats.df[stem] ?? 0))),
     );
-    return this.boost(await this.keywordTop(expanded, stats, depth, request.filter), expanded, stats);
+    return this.boost(await this.keywordTop(expanded, stats, depth, request.filter, last), expanded, stats);
   }
 
   /** VectorStore.nearest over the shards: the same int8 pool (or the same exact path under a narrow filter). */
@@ -177,15 +138,20 @@ export class ShardedRetrieval {
     if (global.vectors === 0) return [];
     const sparse = request.filter !== undefined && global.allowed < global.vectors * SPARSE_FILTER_SHARE;
     const pool = Math.min(global.vectors, request.depth * 2 + 64);
-    const answers = await this.scatter.all<"vector">({
-      kind: "vector",
-      vector,
-      pool: sparse ? undefined : pool,
-      filter: request.filter,
-    });
-    let candidates = answers.flatMap(([s, list]) =>
-      list.map((c) => ({ key: globalKey(s.index, c.rowid), approx: c.approx, score: c.score })),
-    );
+    // Unfiltered, each shard sent its pool with the statistics (each pool holds every chunk of the
+    // merged pool that shard has, as it holds its best `pool` by the same int8 score).
+    let candidates =
+      global.nearest ??
+      (
+        await this.scatter.all<"vector">({
+          kind: "vector",
+          vector,
+          pool: sparse ? undefined : pool,
+          filter: request.filter,
+        })
+      ).flatMap(([s, list]) =>
+        list.map((c) => ({ key: globalKey(s.index, c.rowid), approx: c.approx, score: c.score })),
+      );
     if (!sparse) candidates = candidates.sort((a, b) => b.approx - a.approx || a.key - b.key).slice(0, pool);
     return candidates
       .sort(byScore)
@@ -224,14 +190,18 @@ export class ShardedRetrieval {
     if (feedbackVectors.length === 0) return vector;
     const moved = rocchio(query, feedbackVectors);
     const candidates = [...new Set([...vector, ...keyword].map((c) => c.id))];
-    const answers = await this.scatter.byShard<"nearestAmong">(candidates, (rowids) => ({
-      kind: "nearestAmong",
-      vector: moved,
-      depth: request.depth,
-      rowids,
-    }));
+    // The last step of the query: it brings the rows of each shard's best and of the keyword
+    // half's head, which the answer most likely shows.
+    const rowsAhead = keyword.slice(0, request.topK).map((h) => h.id);
+    const asked = new Map<number, StageExtras>();
+    const answers = await this.scatter.byShard<"nearestAmong">(candidates, (rowids, shard) => {
+      const extras: StageExtras = { rowsTop: request.topK, rowids: SentAhead.rowidsOn(shard, rowsAhead) };
+      asked.set(shard.index, extras);
+      return { kind: "nearestAmong", vector: moved, depth: request.depth, rowids, extras };
+    });
+    for (const [s, a] of answers) this.ahead.take(s, a.hits, asked.get(s.index), a.extras);
     return answers
-      .flatMap(([s, list]) => list.map((h) => ({ key: globalKey(s.index, h.id), score: h.score })))
+      .flatMap(([s, a]) => a.hits.map((h) => ({ key: globalKey(s.index, h.id), score: h.score })))
       .sort(byScore)
       .slice(0, request.depth)
       .map((h) => ({ id: h.key, score: h.score }));
@@ -242,7 +212,12 @@ export class ShardedRetrieval {
     request: RetrieveRequest,
   ): Promise<{ fused: Scored<number>[]; global: GlobalStats }> {
     const words = [...queryTermCounts(query.text).keys()];
-    const global = await this.stats(words, words.length > MAX_SCORED_TERMS, [], request);
+    // Unfiltered, the vector step needs no statistics (no filter to count), so it comes with them.
+    const nearest =
+      request.mode !== "keyword" && query.vector && request.filter === undefined
+        ? { vector: query.vector, pool: request.depth * 2 + 64 }
+        : undefined;
+    const global = await this.stats(words, words.length > MAX_SCORED_TERMS, [], request.filter, nearest);
     let vector: Scored<number>[] = [];
     if (request.mode !== "keyword" && query.vector) vector = await this.vectorTop(query.vector, request, global);
     else if (request.mode !== "keyword" && query.vectorHits) vector = await this.vectorHits(query.vectorHits, request);
@@ -254,18 +229,13 @@ export class ShardedRetrieval {
             request,
             global,
             vector.length ? (first) => fuseHalves(first, vector, request) : true,
+            // Keyword alone, the answer's rows most likely are the last pass's best.
+            request.mode === "keyword" ? () => ({ rowsTop: request.topK }) : undefined,
           )
         : [];
     if (request.mode === "hybrid" && query.vector && vector.length && keyword.length)
       vector = await this.vectorFeedback(query.vector, keyword, vector, request);
     return { fused: fuseHalves(keyword, vector, request), global };
-  }
-
-  private async rows(keys: number[]): Promise<Map<number, StoredChunk>> {
-    const out = new Map<number, StoredChunk>();
-    for (const [s, list] of await this.scatter.byShard<"rows">(keys, (rowids) => ({ kind: "rows", rowids })))
-      for (const r of list) out.set(globalKey(s.index, r.rowid), r.chunk);
-    return out;
   }
 
   /** ChunkRetriever.retrieve, over the shards. */
@@ -282,7 +252,7 @@ export class ShardedRetrieval {
     const batch = shaping ? shortlist.length : request.topK;
     for (let i = 0; i < shortlist.length && (shaping || ranked.length < request.topK); i += batch) {
       const part = shortlist.slice(i, i + batch);
-      const rows = await this.rows(part.map((s) => s.id));
+      const rows = await this.ahead.rowsOf(part.map((s) => s.id));
       for (const s of part) {
         const chunk = rows.get(s.id);
         if (!chunk) continue;
@@ -311,9 +281,9 @@ export class ShardedRetrieval {
   ): Promise<KeywordHit[]> {
     const topK = Math.max(1, Math.min(MAX_TOP_K, Math.floor(options.topK)));
     const words = [...queryTermCounts(text).keys()];
-    const global = await this.stats(words, words.length > MAX_SCORED_TERMS, [], options);
-    const rows = await this.keywordRows(text, topK, options, global, false);
-    const chunks = await this.rows(rows.map((r) => r.id));
+    const global = await this.stats(words, words.length > MAX_SCORED_TERMS, [], options.filter);
+    const rows = await this.keywordRows(text, topK, options, global, false, () => ({ rowsTop: topK }));
+    const chunks = await this.ahead.rowsOf(rows.map((r) => r.id));
     return rows.flatMap((r) => {
       const chunk = chunks.get(r.id);
       if (!chunk || (options.filter && !matchesFilter(options.filter, chunk.metadata))) return [];

@@ -280,6 +280,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.replication.log.forget();
+    this.splitter.forget();
     applyMigrations(this.ctx.storage, KNOWLEDGE_BASE_INDEX_SCHEMA);
     this.keywords.forget();
     this.vectors.unload();

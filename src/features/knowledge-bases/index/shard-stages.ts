@@ -14,18 +14,49 @@ import type { RankedChunk, StoredChunk } from "./retrieval";
  * count, average length and document frequencies; then candidates scored with them; then the
  * texts, titles and vectors that feedback, title boost and the answer need. Rows are named by
  * their rowid in this shard.
+ *
+ * Every step is a round trip to every shard, so a step also carries what the next one is likely
+ * to need: the unfiltered vector pool with the statistics, and (`extras`) chunk rows with the
+ * last candidates. The Worker checks that what it then needs was sent and asks only for what is
+ * missing, so answers stay exact; the extras only save a round trip.
  */
+export interface StageExtras {
+  /** Chunk rows of this shard's `rowsTop` best candidates and of `rowids`. */
+  rowsTop?: number;
+  rowids?: number[];
+}
+
 export type StageRequest =
-  | { kind: "stats"; words: string[]; frequencies: boolean; stems: string[]; filter?: FilterNode }
-  | { kind: "keyword"; stems: [string, number][]; stats: KeywordStats; depth: number; filter?: FilterNode }
+  | {
+      kind: "stats";
+      words: string[];
+      frequencies: boolean;
+      stems: string[];
+      filter?: FilterNode;
+      /** The unfiltered vector step at once (it needs no statistics then): the int8 pool of this size. */
+      nearest?: { vector: number[]; pool: number };
+    }
+  | {
+      kind: "keyword";
+      stems: [string, number][];
+      stats: KeywordStats;
+      depth: number;
+      filter?: FilterNode;
+      extras?: StageExtras;
+    }
   | { kind: "vector"; vector: number[]; pool?: number; filter?: FilterNode }
   | { kind: "vectorHits"; hits: Scored[]; filter?: FilterNode }
   | { kind: "feedback"; rowids: number[] }
   | { kind: "titles"; rowids: number[] }
   | { kind: "vectorsOf"; rowids: number[] }
-  | { kind: "nearestAmong"; vector: number[]; depth: number; rowids: number[] }
+  | { kind: "nearestAmong"; vector: number[]; depth: number; rowids: number[]; extras?: StageExtras }
   | { kind: "rows"; rowids: number[] }
   | { kind: "pageTexts"; ranked: RankedChunk[] };
+
+/** What a step's extras brought back (see StageExtras). */
+export interface ExtrasResult {
+  rows?: StageResults["rows"];
+}
 
 export interface StatsResult {
   /** Each word's stems as FTS5 gives them. */
@@ -37,19 +68,26 @@ export interface StatsResult {
   allowed: number;
   vectors: number;
   backlog: { documents: number; chunks: number };
+  /** The vector step's answer when asked with the statistics. */
+  nearest?: StageResults["vector"];
 }
 
 export interface StageResults {
   stats: StatsResult;
-  keyword: Scored<number>[];
+  keyword: { hits: Scored<number>[]; extras: ExtrasResult };
   vector: { rowid: number; approx: number; score: number }[];
   vectorHits: Scored<number>[];
   feedback: { rowid: number; stems: [string, number][] }[];
   titles: { rowid: number; stems: string[] }[];
   vectorsOf: { rowid: number; values: number[] }[];
-  nearestAmong: Scored<number>[];
+  nearestAmong: { hits: Scored<number>[]; extras: ExtrasResult };
   rows: { rowid: number; chunk: StoredChunk }[];
   pageTexts: [string, string][];
+}
+
+/** The rowids a step's extras are about (the Worker computes the same from the hits it gets back). */
+export function extrasCovered(hits: Scored<number>[], asked: StageExtras): number[] {
+  return [...new Set([...hits.slice(0, asked.rowsTop ?? 0).map((h) => h.id), ...(asked.rowids ?? [])])];
 }
 
 export type StageKind = StageRequest["kind"];
@@ -75,41 +113,64 @@ export class ShardStages {
     switch (r.kind) {
       case "stats":
         return this.stats(r);
-      case "keyword":
-        return this.keywords
+      case "keyword": {
+        const hits = this.keywords
           .scoreStems(new Map(r.stems), r.depth, this.allowed(r.filter), r.stats)
           .map((h) => ({ id: h.rowid, score: h.score }));
+        return { hits, extras: this.extras(hits, r.extras) };
+      }
       case "vector":
         // Without a pool the caller chose the exact path (a filter admitting few rows of the whole base).
         return this.vectors.scan(r.vector, r.pool, this.allowed(r.filter));
       case "vectorHits":
         return this.retriever.rowidsOfHits(r.hits, this.allowed(r.filter));
       case "feedback":
-        return this.retriever.rowsByRowid(r.rowids, "text").map((row) => ({
-          rowid: row.rowid,
-          stems: [...this.keywords.weightedStems(feedbackWords(row.text ?? ""))],
-        }));
+        return this.feedback(r.rowids);
       case "titles":
-        return this.retriever.rowsByRowid(r.rowids, "text, position").flatMap((row) => {
-          const title = leadingTitle(row.text ?? "", row.position);
-          return title
-            ? [{ rowid: row.rowid, stems: [...this.keywords.weightedStems(feedbackWords(title)).keys()] }]
-            : [];
-        });
+        return this.titles(r.rowids);
       case "vectorsOf":
         return r.rowids.flatMap((rowid) => {
           const values = this.vectors.valuesOf(rowid);
           return values ? [{ rowid, values }] : [];
         });
-      case "nearestAmong":
-        return this.vectors.nearest(r.vector, r.depth, new Set(r.rowids)).map((h) => ({ id: h.rowid, score: h.score }));
+      case "nearestAmong": {
+        const hits = this.vectors
+          .nearest(r.vector, r.depth, new Set(r.rowids))
+          .map((h) => ({ id: h.rowid, score: h.score }));
+        return { hits, extras: this.extras(hits, r.extras) };
+      }
       case "rows":
-        return this.retriever
-          .rowsByRowid(r.rowids, "id, document_id, position, text, metadata")
-          .map((row) => ({ rowid: row.rowid, chunk: toChunk(row) }));
+        return this.rows(r.rowids);
       case "pageTexts":
         return this.retriever.pageTexts(r.ranked);
     }
+  }
+
+  private feedback(rowids: number[]): StageResults["feedback"] {
+    return this.retriever.rowsByRowid(rowids, "text").map((row) => ({
+      rowid: row.rowid,
+      stems: [...this.keywords.weightedStems(feedbackWords(row.text ?? ""))],
+    }));
+  }
+
+  private titles(rowids: number[]): StageResults["titles"] {
+    return this.retriever.rowsByRowid(rowids, "text, position").flatMap((row) => {
+      const title = leadingTitle(row.text ?? "", row.position);
+      return title ? [{ rowid: row.rowid, stems: [...this.keywords.weightedStems(feedbackWords(title)).keys()] }] : [];
+    });
+  }
+
+  private rows(rowids: number[]): StageResults["rows"] {
+    return this.retriever
+      .rowsByRowid(rowids, "id, document_id, position, text, metadata")
+      .map((row) => ({ rowid: row.rowid, chunk: toChunk(row) }));
+  }
+
+  /** The extras a step was asked for, about its candidates `hits` (best first). */
+  private extras(hits: Scored<number>[], asked: StageExtras | undefined): ExtrasResult {
+    if (!asked) return {};
+    const rowids = extrasCovered(hits, asked);
+    return rowids.length ? { rows: this.rows(rowids) } : {};
   }
 
   private stats(r: StageOf<"stats">): StatsResult {
@@ -128,6 +189,7 @@ export class ShardStages {
       allowed: r.filter ? this.countAllowed(r.filter) : 0,
       vectors: this.vectors.size,
       backlog: this.backlog(),
+      ...(r.nearest ? { nearest: this.vectors.scan(r.nearest.vector, r.nearest.pool, undefined) } : {}),
     };
   }
 

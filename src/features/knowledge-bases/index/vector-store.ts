@@ -272,10 +272,17 @@ export class VectorStore {
     quantize(q, q8, 0);
     const raw = arena.dotAll(q8, this.count);
     const best = new TopK(Math.max(1, Math.min(this.count, pool)));
+    const { scales, rowids } = this;
+    // As in nearest(): the pool's threshold only rises when it takes a row, so it is kept in a
+    // local rather than read per slot (this loop runs over every vector of the shard).
+    let threshold = -Infinity;
     for (let slot = 0; slot < raw.length; slot++) {
-      if (allowed && !allowed.has(this.rowids[slot])) continue;
-      const approx = raw[slot] * this.scales[slot];
-      if (approx >= best.threshold) best.push(approx, this.rowids[slot]);
+      const approx = raw[slot] * scales[slot];
+      if (!(approx >= threshold)) continue;
+      const rowid = rowids[slot];
+      if (allowed && !allowed.has(rowid)) continue;
+      best.push(approx, rowid);
+      threshold = best.threshold;
     }
     return best.sorted().map(({ item, score }) => {
       const slot = this.slotOf.get(item) ?? 0;

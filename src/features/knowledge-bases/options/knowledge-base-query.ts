@@ -11,6 +11,7 @@ import { indexStub } from "../durable-object-vector-index";
 import type { QueryInput } from "../knowledge-bases.schemas";
 import { queryableKnowledgeBase } from "../knowledge-bases.service";
 import { FilterParseError, parseQdrantFilter } from "../metadata-filter";
+import { mergeMissing, type MissingShard } from "../shard-scatter";
 import {
   planQuery,
   queryVisibleKnowledgeBase,
@@ -99,10 +100,20 @@ async function metadataKeysOf(env: Env, kbId: string): Promise<MetadataKey[]> {
 }
 
 /** First retrieval for pseudo-relevance feedback: the keyword index's top documents for the query. */
-async function feedbackFor(env: Env, plan: QueryPlan, query: string): Promise<{ text: string; score: number }[]> {
+async function feedbackFor(
+  env: Env,
+  plan: QueryPlan,
+  query: string,
+  missing: MissingShard[],
+): Promise<{ text: string; score: number }[]> {
   const stub = indexStub(env, plan.kb.id);
-  const hits = await stub.keywordSearch(query, { topK: PRF_FEEDBACK_DOCS, filter: plan.filter });
-  const chunks = new Map((await stub.getChunks(hits.map((h) => h.id))).map((c) => [c.id, c.text]));
+  const { hits, missing: unsearched } = await stub.keywordSearch(query, {
+    topK: PRF_FEEDBACK_DOCS,
+    filter: plan.filter,
+  });
+  const read = await stub.getChunks(hits.map((h) => h.id));
+  missing.push(...unsearched, ...read.missing);
+  const chunks = new Map(read.chunks.map((c) => [c.id, c.text]));
   return hits.flatMap((h) => (chunks.has(h.id) ? [{ text: chunks.get(h.id) ?? "", score: h.score }] : []));
 }
 
@@ -162,11 +173,13 @@ export async function queryWithModelOptions(
   }
 
   let answer: QaAnswer | undefined;
+  // Shards the model steps' own reads (feedback documents, summaries' texts) could not reach.
+  const missing: MissingShard[] = [];
   let generatedFilter: KnowledgeBaseQueryResult["generated_filter"];
   const hooks: QueryHooks = {
     expandQuery: async (plan) => {
       const expanded = await Promise.all(
-        plan.queries.map(async (q) => expandQuery(q, await feedbackFor(env, plan, q)).query),
+        plan.queries.map(async (q) => expandQuery(q, await feedbackFor(env, plan, q, missing)).query),
       );
       return expanded.filter((q, i) => q !== plan.queries[i]);
     },
@@ -216,7 +229,9 @@ export async function queryWithModelOptions(
         .select({ id: kbDocuments.id, contentHash: kbDocuments.contentHash })
         .from(kbDocuments)
         .where(and(eq(kbDocuments.kbId, plan.kb.id), inArray(kbDocuments.id, documentIds)));
-      const chunks = await indexStub(env, plan.kb.id).documentChunks(documentIds, 40);
+      const read = await indexStub(env, plan.kb.id).documentChunks(documentIds, 40);
+      missing.push(...read.missing);
+      const chunks = read.chunks;
       const texts = new Map<string, string>();
       for (const chunk of [...chunks].sort((a, b) => a.position - b.position)) {
         const sofar = texts.get(chunk.documentId) ?? "";
@@ -230,8 +245,10 @@ export async function queryWithModelOptions(
     },
   };
   const result = await queryVisibleKnowledgeBase(env, kb, prepared(queries), hooks);
+  const missingShards = mergeMissing(result.missing_shards ?? [], missing);
   return {
     ...result,
+    ...(missingShards.length ? { partial: true as const, missing_shards: missingShards } : {}),
     usage: usage.report(),
     ...(answer
       ? {

@@ -1,0 +1,54 @@
+import type { KeywordStats } from "./index/keyword-scorer";
+import { globalKey, type ShardInfo } from "./index/shard-map";
+import type { StatsResult } from "./index/shard-stages";
+
+/** The collection statistics of a query's words, summed over the shards. */
+export interface GlobalStats {
+  stemsOf: Record<string, string[]>;
+  frequency: Record<string, number>;
+  keyword: KeywordStats;
+  allowed: number;
+  vectors: number;
+  backlog: { documents: number; chunks: number };
+  /** The vector step's candidates, when they came with the statistics (merged keys). */
+  nearest?: { key: number; approx: number; score: number }[];
+}
+
+export function sumStats(answers: [ShardInfo, StatsResult][]): GlobalStats {
+  const out: GlobalStats = {
+    stemsOf: {},
+    frequency: {},
+    keyword: { chunks: 0, total: 0, df: {} },
+    allowed: 0,
+    vectors: 0,
+    backlog: { documents: 0, chunks: 0 },
+  };
+  for (const [shard, a] of answers) {
+    if (a.nearest) {
+      out.nearest ??= [];
+      for (const c of a.nearest) out.nearest.push({ key: globalKey(shard.index, c.rowid), ...c });
+    }
+    // Stemming is FTS5's and the same in every shard.
+    Object.assign(out.stemsOf, a.stemsOf);
+    for (const [w, n] of Object.entries(a.frequency)) out.frequency[w] = (out.frequency[w] ?? 0) + n;
+    out.keyword.chunks += a.keyword.chunks;
+    out.keyword.total += a.keyword.total;
+    for (const [s, n] of Object.entries(a.keyword.df)) out.keyword.df[s] = (out.keyword.df[s] ?? 0) + n;
+    out.allowed += a.allowed;
+    out.vectors += a.vectors;
+    out.backlog.documents += a.backlog.documents;
+    out.backlog.chunks += a.backlog.chunks;
+  }
+  return out;
+}
+
+/** Best first, equal scores by key (rowid, then shard), as one index's TopK orders them. */
+export function byScore<T extends { score: number; key: number }>(a: T, b: T): number {
+  return b.score - a.score || a.key - b.key;
+}
+
+export function statsFor(stems: Iterable<string>, stats: KeywordStats): KeywordStats {
+  const df: Record<string, number> = {};
+  for (const s of stems) df[s] = stats.df[s] ?? 0;
+  return { chunks: stats.chunks, total: stats.total, df };
+}
