@@ -139,7 +139,7 @@ export class ShardedRetrieval {
     depth: number,
     request: Pick<RetrieveRequest, "filter">,
     global: GlobalStats,
-    feedback: boolean | ((first: Scored<number>[]) => Scored<number>[]),
+    feedback: boolean,
   ): Promise<Scored<number>[]> {
     const counts = queryTermCounts(text);
     if (counts.size === 0) return [];
@@ -150,7 +150,7 @@ export class ShardedRetrieval {
       for (const stem of global.stemsOf[word] ?? []) query.set(stem, (query.get(stem) ?? 0) + (counts.get(word) ?? 1));
     const hits = await this.keywordTop(query, global.keyword, depth, request.filter);
     if (feedback === false || hits.length < 2) return this.boost(hits, query, global.keyword);
-    const top = (feedback === true ? hits : feedback(hits)).slice(0, FEEDBACK.docs);
+    const top = hits.slice(0, FEEDBACK.docs);
     const texts = new Map<number, [string, number][]>();
     for (const [s, list] of await this.scatter.byShard<"feedback">(
       top.map((h) => h.id),
@@ -246,16 +246,9 @@ export class ShardedRetrieval {
     let vector: Scored<number>[] = [];
     if (request.mode !== "keyword" && query.vector) vector = await this.vectorTop(query.vector, request, global);
     else if (request.mode !== "keyword" && query.vectorHits) vector = await this.vectorHits(query.vectorHits, request);
+    // Feedback chunks from BM25's own first pass, as ChunkRetriever.retrieve takes them.
     const keyword =
-      request.mode !== "vector"
-        ? await this.keywordRows(
-            query.text,
-            request.depth,
-            request,
-            global,
-            vector.length ? (first) => fuseHalves(first, vector, request) : true,
-          )
-        : [];
+      request.mode !== "vector" ? await this.keywordRows(query.text, request.depth, request, global, true) : [];
     if (request.mode === "hybrid" && query.vector && vector.length && keyword.length)
       vector = await this.vectorFeedback(query.vector, keyword, vector, request);
     return { fused: fuseHalves(keyword, vector, request), global };
