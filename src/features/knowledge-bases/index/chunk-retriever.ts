@@ -252,7 +252,7 @@ export class ChunkRetriever {
       else if (request.mode !== "keyword" && query.vectorHits) vector = this.rowidsOfHits(query.vectorHits, allowed);
       // Feedback chunks come from BM25's own first pass: since feedback terms must be shared by
       // two feedback chunks (keyword-feedback.ts), choosing them from the pass fused with the
-      // vector half measured lower (BENCHMARKS.md, second pass on quality).
+      // vector half measured lower (BENCHMARKS.md, third pass on quality).
       const keyword =
         request.mode !== "vector" ? this.keywordRows(query.text, request.depth, request.filter, allowed) : [];
       // Vector feedback (vector-feedback.ts): the query's embedding moved towards the top chunks

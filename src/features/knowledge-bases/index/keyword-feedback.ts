@@ -18,10 +18,10 @@ export const FEEDBACK = {
   /** The query's own share of the mixed weights (RM3's lambda), at least: see feedbackLambda. */
   originalWeight: 0.5,
   /**
-   * A feedback term must occur in at least this many of the feedback chunks (or be a query term).
-   * A word only one of them holds says what that chunk is about, not the query; RM3 weighs it by its
-   * frequency there all the same, and the second pass then put that very chunk first, far ahead
-   * of the rest (measured in `npm run eval:retrieval`, BENCHMARKS.md).
+   * A feedback term must occur in at least this many of the feedback chunks (or be a query
+   * term). A word only one of them holds says what that chunk is about, not the query; RM3 weighs
+   * it by its frequency there all the same, and the second pass then put that very chunk first,
+   * far ahead of the rest (measured in `npm run eval:retrieval`, BENCHMARKS.md).
    */
   minShared: 2,
 } as const;
@@ -58,9 +58,9 @@ function normalised(weights: Map<string, number>): Map<string, number> {
 
 /**
  * RM3: the query's stem weights interpolated with a relevance model of the feedback chunks.
- * `docs` are the feedback chunks' stem counts with their first-pass scores; only the query's stems
- * and stems at least FEEDBACK.minShared of them hold are candidates, and `idf` discounts stems common everywhere, so
- * the model adds what the top chunks share and the rest do not.
+ * `docs` are the feedback chunks' stem counts with their first-pass scores; only the query's
+ * stems and stems at least FEEDBACK.minShared of them hold are candidates, and `idf` discounts
+ * stems common everywhere, so the model adds what the top chunks share and the rest do not.
  */
 export function expandWithFeedback(
   query: Map<string, number>,
