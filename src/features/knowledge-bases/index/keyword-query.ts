@@ -36,7 +36,7 @@ const MAX_TERMS = 64;
 
 type WordKind = "stop" | "request" | "term";
 
-/** A query's words with what each is: a function word (or a contraction's fragment), a request word or a search term. */
+/** A query's words, each a function word (or a contraction's fragment), a request word or a search term. */
 function* classifiedWords(query: string): Generator<{ word: string; original: string; kind: WordKind }> {
   // "e.g." and "i.e." are no terms, but "vitamin E" is: drop the abbreviations, not the letters.
   const text = query.replace(/\b(?:e\.g|i\.e)\./gi, (m) => " ".repeat(m.length));
