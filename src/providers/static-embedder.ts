@@ -40,6 +40,8 @@ async function sharedModel(env: Pick<Env, "ASSETS">): Promise<StaticEmbeddingMod
 export class StaticEmbedder implements Embedder {
   readonly model = STATIC_EMBEDDER_MODEL;
   readonly dimensions = STATIC_EMBEDDER_DIMENSIONS;
+  /** It averages piece vectors: the same bag of words in any order gives the same vector. */
+  readonly orderFree = true;
 
   constructor(private readonly env: Pick<Env, "ASSETS">) {}
 

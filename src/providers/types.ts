@@ -14,6 +14,11 @@ export interface Embedder {
   /** Recorded on a knowledge base; querying with a different model is an error. */
   readonly model: string;
   readonly dimensions: number;
+  /**
+   * A bag-of-words model: word order and function words mean nothing to it, so a query is
+   * embedded from its search terms alone (knowledge-base queries; documents embed whole).
+   */
+  readonly orderFree?: boolean;
   /** Unit-length vectors, one per text, in order. */
   embed(texts: string[]): Promise<Float32Array[]>;
 }

@@ -12,6 +12,7 @@ import {
 } from "./metadata-filter";
 import type { Scored } from "./index/hybrid-search";
 import { resolveEmbedder } from "./embedders";
+import { embeddingText } from "./index/keyword-query";
 import { indexStub } from "./durable-object-vector-index";
 import type { MissingShard } from "./shard-scatter";
 import { queryableKnowledgeBase } from "./knowledge-bases.service";
@@ -256,7 +257,8 @@ export async function executePlan(env: Env, plan: QueryPlan, hooks: QueryHooks):
       throw conflict(
         `this knowledge base was indexed with ${plan.kb.embeddingModel}; it cannot be queried with ${embedder.model}`,
       );
-    vectors = await embedder.embed(queries);
+    // A bag-of-words embedder reads only the query's search terms (keyword-query.ts embeddingText).
+    vectors = await embedder.embed(embedder.orderFree ? queries.map(embeddingText) : queries);
   }
   const hits = await vectorizeHits(env, plan, vectors);
   const request: RetrieveRequest = {

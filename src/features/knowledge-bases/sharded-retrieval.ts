@@ -101,7 +101,7 @@ export class ShardedRetrieval {
     depth: number,
     request: Pick<RetrieveRequest, "filter">,
     global: GlobalStats,
-    feedback: boolean | ((first: Scored<number>[]) => Scored<number>[]),
+    feedback: boolean,
     last?: (shard: ShardInfo) => StageExtras,
   ): Promise<Scored<number>[]> {
     const counts = queryTermCounts(text);
@@ -113,7 +113,7 @@ export class ShardedRetrieval {
       for (const stem of global.stemsOf[word] ?? []) query.set(stem, (query.get(stem) ?? 0) + (counts.get(word) ?? 1));
     const hits = await this.keywordTop(query, global.keyword, depth, request.filter, feedback ? undefined : last);
     if (feedback === false || hits.length < 2) return this.boost(hits, query, global.keyword);
-    const top = (feedback === true ? hits : feedback(hits)).slice(0, FEEDBACK.docs);
+    const top = hits.slice(0, FEEDBACK.docs);
     const texts = await this.ahead.feedbackOf(top.map((h) => h.id));
     const docs = top.map((h) => ({ stems: new Map(texts.get(h.id) ?? []), score: h.score }));
     // The stems RM3 looks the idf of up (its strongest candidates), asked of every shard once.
@@ -221,6 +221,8 @@ export class ShardedRetrieval {
     let vector: Scored<number>[] = [];
     if (request.mode !== "keyword" && query.vector) vector = await this.vectorTop(query.vector, request, global);
     else if (request.mode !== "keyword" && query.vectorHits) vector = await this.vectorHits(query.vectorHits, request);
+    // Feedback chunks from BM25's own first pass, as ChunkRetriever.retrieve takes them.
+    // Feedback chunks from BM25's own first pass, as ChunkRetriever.retrieve takes them.
     const keyword =
       request.mode !== "vector"
         ? await this.keywordRows(
@@ -228,7 +230,7 @@ export class ShardedRetrieval {
             request.depth,
             request,
             global,
-            vector.length ? (first) => fuseHalves(first, vector, request) : true,
+            true,
             // Keyword alone, the answer's rows most likely are the last pass's best.
             request.mode === "keyword" ? () => ({ rowsTop: request.topK }) : undefined,
           )

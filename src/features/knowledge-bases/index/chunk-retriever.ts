@@ -121,16 +121,15 @@ export class ChunkRetriever {
 
   /**
    * BM25 candidates by rowid, each query term weighted by how often the query says it, then
-   * (when `feedback` gives a first ranking, or is true: this pass's own) re-ranked once with
-   * pseudo-relevance feedback from that ranking's top chunks. If the in-memory scorer fails, FTS5
-   * ranks the plain terms in SQL.
+   * (with `feedback`) re-ranked once with pseudo-relevance feedback from this pass's top chunks.
+   * If the in-memory scorer fails, FTS5 ranks the plain terms in SQL.
    */
   private keywordRows(
     text: string,
     topK: number,
     filter: FilterNode | undefined,
     allowed: Set<number> | undefined,
-    feedback: boolean | ((first: Scored<number>[]) => Scored<number>[]) = true,
+    feedback = true,
   ): Scored<number>[] {
     const counts = queryTermCounts(text);
     if (counts.size === 0) return [];
@@ -140,7 +139,7 @@ export class ChunkRetriever {
       const query = this.keywords.weightedStems(new Map(chosen.map((t) => [t, counts.get(t) ?? 1])));
       const hits = this.keywords.scoreStems(query, topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
       if (feedback === false || hits.length < 2) return this.boostTitles(hits, query);
-      const top = (feedback === true ? hits : feedback(hits)).slice(0, FEEDBACK.docs);
+      const top = hits.slice(0, FEEDBACK.docs);
       const texts = new Map(
         this.rowsByRowid(
           top.map((h) => h.id),
@@ -251,18 +250,11 @@ export class ChunkRetriever {
           .nearest(query.vector, request.depth, allowed)
           .map((r) => ({ id: r.rowid, score: r.score }));
       else if (request.mode !== "keyword" && query.vectorHits) vector = this.rowidsOfHits(query.vectorHits, allowed);
-      // Feedback chunks come from the first pass fused with the vector half when there is one:
-      // the fused ranking's top is more often relevant than BM25's alone.
+      // Feedback chunks come from BM25's own first pass: since feedback terms must be shared by
+      // two feedback chunks (keyword-feedback.ts), choosing them from the pass fused with the
+      // vector half measured lower (BENCHMARKS.md, third pass on quality).
       const keyword =
-        request.mode !== "vector"
-          ? this.keywordRows(
-              query.text,
-              request.depth,
-              request.filter,
-              allowed,
-              vector.length ? (first) => fuseHalves(first, vector, request) : true,
-            )
-          : [];
+        request.mode !== "vector" ? this.keywordRows(query.text, request.depth, request.filter, allowed) : [];
       // Vector feedback (vector-feedback.ts): the query's embedding moved towards the top chunks
       // both halves agree on, searched once more. Only for the object's own vectors (Vectorize
       // answered before the call).
