@@ -2,6 +2,8 @@ import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { createKb, indexText, query, seedCorpus } from "./kb-fixtures";
+import { loadCollection } from "./shard-fixtures";
+import { porterStem } from "../../src/features/knowledge-bases/index/porter-stemmer";
 
 const kbStub = (kbId: string) => env.KB_INDEX.get(env.KB_INDEX.idFromName(kbId));
 
@@ -77,5 +79,43 @@ describe("knowledge bases: the index object's latency work (issue 18)", () => {
       parts: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM postings_parts").one().n,
     }));
     expect(left).toEqual({ meta: [], parts: 0 });
+  });
+
+  it("stems every word of the Cranfield and CISI vocabularies in JavaScript exactly as FTS5's porter tokenizer does", async () => {
+    const texts = (["cranfield", "cisi"] as const).flatMap((name) => {
+      const c = loadCollection(name);
+      return c ? [...c.docs.map((d) => d.text), ...c.queries] : [];
+    });
+    // Without the collections, the words of the test corpus and the rules' edge cases still run.
+    texts.push(
+      "caresses ponies ties caress cats feed agreed plastered bled motoring sing conflated troubled sized hopping tanned falling hissing fizzed failing filing happy sky relational conditional rational valenci hesitanci digitizer conformabli radicalli differentli vileli analogousli vietnamization predication operator feudalism decisiveness hopefulness callousness formaliti sensitiviti sensibiliti triplicate formative formalize electriciti electrical hopeful goodness revival allowance inference airliner gyroscopic adjustable defensible irritant replacement adjustment dependent adoption homologou communism activate angulariti homologous effective bowdlerize probate rate cease controll roll eed aing ies sses ss yyy 3d a1b2c3 2024 boundary-layer",
+    );
+    const words = [...new Set(texts.flatMap((t) => t.toLowerCase().match(/[a-z0-9]+/g) ?? []))];
+    const org = await seedOrg();
+    const kb = await createKb(org.owner.apiKey);
+    await indexText(org.owner.apiKey, kb, "one.txt", "One chunk, so the index object exists.");
+    const fts5 = await runInDurableObject(kbStub(kb), (_instance, state) => {
+      const sql = state.storage.sql;
+      const out: Record<string, string[]> = {};
+      for (let i = 0; i < words.length; i += 45) {
+        const part = words.slice(i, i + 45);
+        sql.exec(
+          `INSERT INTO scratch_fts (rowid, text) VALUES ${part.map(() => "(?, ?)").join(", ")}`,
+          ...part.flatMap((word, j) => [i + j + 1, word]),
+        );
+      }
+      for (const row of sql.exec<{ term: string; doc: number }>("SELECT term, doc FROM scratch_words").toArray())
+        (out[words[row.doc - 1]] ??= []).push(row.term);
+      sql.exec("DELETE FROM scratch_fts");
+      return out;
+    });
+    const differing = words.filter((w) => {
+      const js = porterStem(w);
+      return js !== undefined && JSON.stringify([js]) !== JSON.stringify(fts5[w]);
+    });
+    expect(words.length).toBeGreaterThan(200);
+    expect(differing.map((w) => [w, porterStem(w), fts5[w]])).toEqual([]);
+    // Only the rules' degenerate cases are left to FTS5.
+    expect(words.filter((w) => porterStem(w) === undefined).length).toBeLessThan(5);
   });
 });
