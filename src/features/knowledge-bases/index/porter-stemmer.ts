@@ -160,12 +160,12 @@ export function porterStem(word: string): string | undefined {
     } else if (s[s.length - 2] !== "s") s = s.slice(0, -1);
   }
   // Step 1b: "ed" and "ing" (rules 1 and 2) go on to the clean-up.
-  let rule: number;
-  [s, rule] = apply(s, STEP1B);
+  const [afterStep1b, rule] = apply(s, STEP1B);
+  s = afterStep1b;
   if (s.length < 2) return undefined;
   if (rule >= 1) {
-    let tidy: number;
-    [s, tidy] = apply(s, STEP1B2);
+    const [afterTidy, tidy] = apply(s, STEP1B2);
+    s = afterTidy;
     if (tidy < 0) {
       const c = s[s.length - 1];
       if (!isVowel(c, false) && c !== "l" && c !== "s" && c !== "z" && c === s[s.length - 2]) s = s.slice(0, -1);
