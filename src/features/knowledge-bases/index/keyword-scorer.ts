@@ -2,6 +2,7 @@ import { TopK } from "./vector-index";
 import { matchExpression } from "./keyword-query";
 import { readPostings, resetWarm, warmSlice, type PostingList } from "./postings-warmer";
 import { BM25_K1, ChunkLengthStore } from "./chunk-lengths";
+import { porterStem } from "./porter-stemmer";
 
 export { wordCount } from "./chunk-lengths";
 
@@ -140,12 +141,21 @@ export class KeywordScorer {
   }
 
   /**
-   * The stemmed forms FTS5 gives these words: each uncached word is written as one row of a
-   * scratch FTS5 table, its terms read back, and the write rolled back. The answers are kept
+   * The stemmed forms FTS5 gives these words: plain ASCII words by FTS5's Porter rules in
+   * JavaScript; any other uncached word is written as one row of a scratch FTS5 table, its terms
+   * read back, and the write rolled back. The answers are kept
    * (bounded) for the object's lifetime.
    */
   private stems(words: string[]): string[] {
-    const missing = words.filter((w) => !this.stemCache.has(w));
+    if (this.stemCache.size > 50_000) this.stemCache.clear();
+    const missing: string[] = [];
+    for (const word of words) {
+      if (this.stemCache.has(word)) continue;
+      // Plain ASCII words (nearly all) are stemmed in JavaScript as FTS5 would (porter-stemmer.ts); the rest go through FTS5.
+      const stem = porterStem(word);
+      if (stem === undefined) missing.push(word);
+      else this.stemCache.set(word, [stem]);
+    }
     if (missing.length) {
       const found = new Map<string, string[]>(missing.map((w) => [w, []]));
       try {
@@ -167,7 +177,6 @@ export class KeywordScorer {
       } catch (error) {
         if (!(error instanceof Rollback)) throw error;
       }
-      if (this.stemCache.size > 50_000) this.stemCache.clear();
       for (const [word, terms] of found) this.stemCache.set(word, terms);
     }
     return [...new Set(words.flatMap((w) => this.stemCache.get(w) ?? []))];
