@@ -58,7 +58,7 @@ export class AgentRunObject extends DurableObject<Env> {
   /** Resolved once per drive (connection lookup and key decryption), dropped when the drive ends. */
   private model: ChatModel | null = null;
   private readonly listeners = new Set<(event: AgentRunEvent | null) => void>();
-  /** Callers of waitUntilSettled: woken on every change, but they do not ask for tokens. */
+  /** Callers of waitUntilSettled: woken once the run settles (settle()); they do not ask for tokens. */
   private readonly waiters = new Set<() => void>();
 
   /** The runtime builds it with the production implementations; a test entry may pass fakes (test/worker.ts). */
@@ -92,7 +92,7 @@ export class AgentRunObject extends DurableObject<Env> {
       return () => this.listeners.delete(listener);
     });
     await this.start(init);
-    if (AGENT_RUN_SETTLED.has(this.store.run()?.status ?? "running")) this.emit(null);
+    if (!this.driving) this.settle();
     return stream;
   }
 
@@ -158,6 +158,7 @@ export class AgentRunObject extends DurableObject<Env> {
       return { ok: false, status: run.status, error: `run ${run.init.runId} already ended (${run.status})` };
     this.finish("terminated", "terminated by request", null);
     await this.syncIndex();
+    this.settle();
     return { ok: true, run: this.view() };
   }
 
@@ -216,6 +217,7 @@ export class AgentRunObject extends DurableObject<Env> {
     }
     await this.syncIndex();
     await this.armAlarm();
+    this.settle();
   }
 
   /** One step: a batch of tool calls, or one model turn. False when the run stopped (settled). */
@@ -256,7 +258,6 @@ export class AgentRunObject extends DurableObject<Env> {
       if (pending.length > 0) {
         this.store.setStatus("paused", Date.now());
         this.emit({ type: "paused", pending });
-        this.emit(null);
         return false;
       }
       const decisions = this.store.decisions();
@@ -401,7 +402,17 @@ export class AgentRunObject extends DurableObject<Env> {
         outputs: { [answerOutputName(run.init.definition)]: output ?? "" },
       });
     else this.emit({ type: "error", run_id: run.init.runId, state: status, error: error ?? status });
+  }
+
+  /**
+   * Ends the streams and wakes waitUntilSettled once a settled run's D1 index and alarm are
+   * written: a caller answered then (a run list read right after, a test ending) never races the
+   * object's own last writes.
+   */
+  private settle(): void {
+    if (!AGENT_RUN_SETTLED.has(this.store.run()?.status ?? "running")) return;
     this.emit(null);
+    for (const waiter of [...this.waiters]) waiter();
   }
 
   private view(): AgentRunView {
@@ -411,7 +422,6 @@ export class AgentRunObject extends DurableObject<Env> {
 
   private emit(event: AgentRunEvent | null): void {
     for (const listener of [...this.listeners]) listener(event);
-    for (const waiter of [...this.waiters]) waiter();
   }
 
   private async armAlarm(): Promise<void> {
