@@ -120,6 +120,8 @@ export async function run({ base, args }) {
       `${chunks} chunks: indexed ${newChunks} in ${indexSeconds.toFixed(1)} s = ${(newChunks / indexSeconds).toFixed(0)} chunks/s (load ${loadBefore} -> ${load()}); ${await layout()}`,
     );
     await new Promise((r) => setTimeout(r, settle * 1000));
+    // Shards split from the alarms once a write settles: the layout the queries below run on.
+    console.log(`${chunks} chunks: after ${settle} s: ${await layout()}`);
 
     const timed = await timeQueries({ ask, chunks, queryCount, inFlight, serverPid });
     results.push({ chunks, newChunks, chunksPerSecond: newChunks / indexSeconds, ...timed });
