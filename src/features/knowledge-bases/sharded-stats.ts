@@ -2,14 +2,8 @@ import type { KeywordStats } from "./index/keyword-scorer";
 import { globalKey, type ShardInfo } from "./index/shard-map";
 import type { StatsResult } from "./index/shard-stages";
 
-/** The collection statistics of a query's words, summed over the shards. */
-export interface GlobalStats {
-  stemsOf: Record<string, string[]>;
-  frequency: Record<string, number>;
-  keyword: KeywordStats;
-  allowed: number;
-  vectors: number;
-  backlog: { documents: number; chunks: number };
+/** The collection statistics of a query's words, summed over the shards (one shard's StatsResult, merged). */
+export interface GlobalStats extends Omit<StatsResult, "nearest"> {
   /** The vector step's candidates, when they came with the statistics (merged keys). */
   nearest?: { key: number; approx: number; score: number }[];
 }
