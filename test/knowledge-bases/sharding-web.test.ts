@@ -1,4 +1,4 @@
-import { runInDurableObject } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { createKb, query } from "./kb-fixtures";
@@ -62,5 +62,45 @@ describe("web sources on a sharded knowledge base", () => {
     }
     // Two moves in twelve re-scrapes: a chance of about 1 in 400 that fewer happen by luck with two shards.
     expect(moved).toBeGreaterThanOrEqual(1);
+  });
+  it("holds a page written through shard 0 to KB_MAX_CHUNKS counted over every shard, storing nothing when refused", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    await indexBatches(
+      key,
+      kb,
+      Array.from({ length: 24 }, (_, i) => ({ name: `filler-${i}.txt`, text: `Filler ${i}\n\nPlain words ${i}.` })),
+    );
+    await forceSmallShards(kb, 12, 5);
+    const map = await splitUntilSettled(kb);
+    expect(map.shards.length).toBeGreaterThanOrEqual(2);
+    // A page's document that another shard owns: shard 0 (which crawls) forwards its write there,
+    // as it does for every page, without the Worker's count of the other shards.
+    let documentId = "";
+    for (let i = 0; shardOf(map, documentId).index === 0; i++) documentId = `page-${i}`;
+    const owner = shardOf(map, documentId).index;
+    const before = await Promise.all(
+      map.shards.map(async (s) => ({ index: s.index, ...(await shardStub(kb, s.index).stats()) })),
+    );
+    const held = before.reduce((a, s) => a + s.chunks + s.pending, 0);
+    const onOwner = before.find((s) => s.index === owner)?.chunks ?? 0;
+    expect(onOwner).toBeLessThan(held);
+    const limit = env.KB_VECTOR_BACKEND === "vectorize" ? 1_000_000 : 10_000_000;
+    // Fits beside the owner's chunks alone, not beside the whole base's.
+    const total = limit - onOwner;
+    const chunk = { id: `${documentId}-0`, documentId, position: 0, text: "One page too many.", metadata: {} };
+    const result = await shardStub(kb, 0).ingest(
+      { kbId: kb, documentId, embeddingModel: "loom/static-use-256", chunks: [chunk] },
+      { reset: true, start: true, total },
+    );
+    expect(result).toEqual({
+      status: "failed",
+      error: `the knowledge base holds ${held} chunks and this document gives ${total}; the limit is ${limit} chunks per knowledge base (KB_MAX_CHUNKS)`,
+    });
+    const after = await Promise.all(
+      map.shards.map(async (s) => ({ index: s.index, ...(await shardStub(kb, s.index).stats()) })),
+    );
+    expect(after).toEqual(before);
   });
 });

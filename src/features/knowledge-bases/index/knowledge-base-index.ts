@@ -28,7 +28,7 @@ import {
   type ShardSelf,
   type SplitProgress,
 } from "./shard-splitter";
-import { shardName, type ShardMap } from "./shard-map";
+import { shardName, shardOf, type ShardMap } from "./shard-map";
 import { readCopies, writeCopies } from "./shard-copies";
 import { rpcStub, type RpcSurface } from "../../../durable-objects/rpc-stub";
 import { Replication } from "./replication";
@@ -292,6 +292,19 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     return { chunks, vectors: this.vectors.size, dimensions: this.vectors.dims, pending };
   }
 
+  /** Chunks held or queued by the shards other than the one that owns `documentId` (shard 0 keeps the map). */
+  private async heldBesides(documentId: string): Promise<number> {
+    const map = this.splitter.self().index === 0 ? this.splitter.map() : undefined;
+    if (!map || map.shards.length === 1) return 0;
+    const owner = shardOf(map, documentId).index;
+    const counts = await Promise.all(
+      map.shards
+        .filter((s) => s.index !== owner)
+        .map((s) => (s.index === 0 ? this.stats() : this.peerOf(s.index).stats())),
+    );
+    return counts.reduce((a, c) => a + c.chunks + c.pending, 0);
+  }
+
   // ---------- RPC: ingestion in steps ----------
 
   /**
@@ -301,9 +314,15 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
    */
   async ingest(
     job: IngestJob,
-    options: { reset: boolean; start: boolean; total?: number; heldElsewhere?: number },
+    asked: { reset: boolean; start: boolean; total?: number; heldElsewhere?: number },
   ): Promise<IngestResult> {
     this.splitter.noteKb(job.kbId);
+    // A write that starts here without the Worker's count (a web page: shard 0 crawls for the whole
+    // base) learns what the other shards hold, so KB_MAX_CHUNKS is the base's limit on this path too.
+    const options =
+      asked.reset && asked.total !== undefined && asked.heldElsewhere === undefined
+        ? { ...asked, heldElsewhere: await this.heldBesides(job.documentId) }
+        : asked;
     const owner = this.splitter.elsewhere(job.documentId);
     if (owner !== undefined) return this.peerOf(owner).ingest(job, options);
     if (options.reset && options.total !== undefined) {
