@@ -8,7 +8,8 @@
 // 2. applies the D1 migrations to local state with `wrangler d1 migrations apply DB --local`,
 // 3. bundles the Worker the way a deploy does (`wrangler deploy --dry-run`, offline) into
 //    .wrangler/start/,
-// 4. serves it with Miniflare on 127.0.0.1:8787 (`npm start -- --port 9000 --ip 0.0.0.0`).
+// 4. serves it with Miniflare on 127.0.0.1:8787 (`npm start -- --port 9000 --ip 0.0.0.0`), that
+//    port leading straight into the Worker (see DIRECT_ENTRYPOINT below).
 // Bindings come from wrangler.toml through wrangler's own reader, and state lives in
 // .wrangler/state/v3 — the same place `wrangler dev` and the migrations command use.
 import { spawn } from "node:child_process";
@@ -194,11 +195,21 @@ function bundleModules() {
   return modules;
 }
 
+/** The named entrypoint of src/index.ts that npm start's port leads to. */
+const DIRECT_ENTRYPOINT = "LoomHttp";
+
 const mf = new Miniflare(
   convertV4MiniflareOptions({
     rootPath: root,
-    host: ip,
-    port,
+    // Miniflare's own entry socket leads through three helper Workers (its entry Worker, the
+    // assets proxy and the assets router, which with run_worker_first only pass the request on)
+    // before Loom's: ~1 ms of CPU and a few hops a request. It listens on a free loopback port,
+    // unused; the port you asked for is a direct socket into Loom's `LoomHttp` entrypoint
+    // (src/index.ts), the same app. Lost with the helpers: response compression (pointless on
+    // loopback) and the `cf` object and `cf-connecting-ip` header they add (Loom reads neither
+    // unless TRUST_CLIENT_IP_HEADER names it, and then a client could write it here anyway).
+    host: "127.0.0.1",
+    port: 0,
     log: new Log(LogLevel.WARN),
     // Loom never reads request.cf; the placeholder avoids a network fetch at every start.
     cf: false,
@@ -215,6 +226,7 @@ const mf = new Miniflare(
         name: config.name,
         modules: bundleModules(),
         modulesRoot: outdir,
+        unsafeDirectSockets: [{ host: ip, port, entrypoint: DIRECT_ENTRYPOINT }],
       },
     ],
   }),
@@ -242,7 +254,8 @@ if (process.env.npm_lifecycle_event) {
 
 let url;
 try {
-  url = await mf.ready;
+  await mf.ready;
+  url = await mf.unsafeGetDirectURL(undefined, DIRECT_ENTRYPOINT);
 } catch (error) {
   console.error(`npm start: workerd did not start: ${error instanceof Error ? error.message : String(error)}`);
   await mf.dispose().catch(() => {});
