@@ -17,6 +17,7 @@ import {
   chunkDocument,
   chunkProblem,
   contentHashOf,
+  withDocumentId,
   ingestChunks,
   type ChunkSettings,
   type PreparedDocument,
@@ -38,6 +39,14 @@ export interface PreparedFile extends PreparedDocument {
   pages: string[];
   /** How many chunks it gives (checked before anything is stored). */
   chunkCount: number;
+  /**
+   * A small file's chunks under a placeholder id (see withDocumentId), kept so it is chunked once.
+   * A file indexed in steps is chunked again instead: holding its chunks from here would double
+   * the request's largest allocation.
+   */
+  chunks?: ChunkInput[];
+  /** The settings they were made with: other settings chunk the file again. */
+  settings: ChunkSettings;
 }
 
 function decodeRawBytes(raw: string, field: string): Uint8Array {
@@ -119,10 +128,15 @@ export async function prepareFiles(
       extraMetadata: {},
       pages,
     };
-    const chunkCount = chunkDocument("x", doc, settings).length;
-    const problem = chunkProblem(chunkCount);
+    const chunks = chunkDocument("x", doc, settings);
+    const problem = chunkProblem(chunks.length);
     if (problem) throw refuse(problem);
-    prepared.push({ ...doc, chunkCount });
+    prepared.push({
+      ...doc,
+      chunkCount: chunks.length,
+      chunks: chunks.length <= STEP_CHUNKS ? chunks : undefined,
+      settings,
+    });
   }
   return prepared;
 }
@@ -195,7 +209,12 @@ export async function indexFiles(
   const large: { row: KbDocumentRow; chunks: ChunkInput[] }[] = [];
   const toR2: { file: PreparedFile; row: KbDocumentRow }[] = [];
   for (const { file, row } of fresh) {
-    const chunks = chunkDocument(row.id, file, settings);
+    const chunks =
+      file.chunks &&
+      file.settings.chunkSize === settings.chunkSize &&
+      file.settings.chunkOverlap === settings.chunkOverlap
+        ? withDocumentId(file.chunks, row.id)
+        : chunkDocument(row.id, file, settings);
     const job = { kbId: kb.id, documentId: row.id, embeddingModel: kb.embeddingModel, chunks };
     const besideChunks = file.bytes !== undefined && file.bytes.length <= ORIGINAL_IN_INDEX_MAX_BYTES;
     if (chunks.length > STEP_CHUNKS) large.push({ row, chunks });
