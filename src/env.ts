@@ -113,6 +113,8 @@ export interface AppVariables {
   group: "A" | "B";
   /** Group A: "unknown field x ignored" for each body field the route's schema dropped. */
   warnings?: string[];
+  /** Rows of the route's `prefetch` read, fetched with the API key (route.ts); unset when it was not. */
+  prefetched?: unknown[];
   /** The implementations this app was built with (`createApp(overrides)`): services read them here. */
   deps: Deps;
 }

@@ -8,7 +8,7 @@ import type { AppBindings, Role } from "../env";
 import { AppError, type ValidationIssue } from "./errors";
 import { MAX_ANONYMOUS_BODY_BYTES, MAX_BODY_BYTES, parseBodyBytes } from "./body";
 import { unknownFields } from "./unknown-fields";
-import { authenticate, requireRole, type AuthMode } from "../middleware/auth";
+import { authenticate, requireRole, type AuthMode, type Prefetch } from "../middleware/auth";
 import { bodyCap, cappedBody } from "../middleware/body-cap";
 import { errorResponses } from "./route-responses";
 
@@ -31,6 +31,11 @@ export interface RouteSpec<
   auth: AuthMode | "none";
   /** The least role that may call this route. */
   minRole?: Role;
+  /**
+   * A read the route needs on every call, sent to D1 in the API key's own round trip (see
+   * authenticate); its rows reach the handler as `c.get("prefetched")` only once the key is valid.
+   */
+  prefetch?: Prefetch;
   tags: readonly string[];
   summary: string;
   description?: string;
@@ -229,7 +234,7 @@ export function defineRoute<
   const admit: MiddlewareHandler<AppBindings> = async (c, next) => {
     c.set("group", spec.group);
     if (spec.auth !== "none") {
-      const auth = await authenticate(c, spec.auth);
+      const auth = await authenticate(c, spec.auth, spec.prefetch);
       if (spec.minRole) requireRole(auth, spec.minRole);
     }
     await next();

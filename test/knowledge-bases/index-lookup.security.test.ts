@@ -1,5 +1,6 @@
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { seedOrg } from "../helpers";
+import { bearer, call, seedOrg } from "../helpers";
 import { createKb, fileData, post, send, type Body } from "./kb-fixtures";
 
 // The index route hashes a request's files before it reads the knowledge base (with the chunk
@@ -61,5 +62,52 @@ describe("knowledge bases: indexing into a base the caller may not write to, wit
     expect(notOwner.status).toBe(403);
 
     expect(await documents(owner.owner.apiKey, kb)).toHaveLength(1);
+  });
+});
+
+describe("knowledge bases: the record read in the API key's round trip (route prefetch)", () => {
+  it("reaches nobody without a valid key: a revoked key and a suspended member get 401, nothing written; the key's own organization and role decide", async () => {
+    const org = await seedOrg();
+    const kb = await createKb(org.owner.apiKey);
+    const member = await org.addMember("member");
+    const own = await createKb(member.apiKey);
+    // Read with the key in one D1 batch, the member's organization and role must be their own.
+    const mine = await post(`/v1/knowledge-base/${own}/index`, member.apiKey, fileData("m.txt", "text/plain", TEXT));
+    expect(mine.status, JSON.stringify(mine.body)).toBe(200);
+    const theirs = await post(`/v1/knowledge-base/${kb}/index`, member.apiKey, fileData("o.txt", "text/plain", TEXT));
+    expect(theirs.status).toBe(403);
+
+    await call("/admin/users/change", {
+      method: "PUT",
+      headers: { ...bearer(org.owner.token), "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ user_id: member.userId, suspended: "true" }).toString(),
+    });
+    const suspended = await post(
+      `/v1/knowledge-base/${own}/index`,
+      member.apiKey,
+      fileData("s.txt", "text/plain", "Auks."),
+    );
+    expect(suspended.status).toBe(401);
+
+    const keys = (await (await call("/auth/api-keys", { headers: bearer(org.owner.token) })).json()) as {
+      api_keys: { id: string }[];
+    };
+    await call(`/auth/api-keys/${keys.api_keys[0].id}`, { method: "DELETE", headers: bearer(org.owner.token) });
+    const revoked = await post(
+      `/v1/knowledge-base/${kb}/index`,
+      org.owner.apiKey,
+      fileData("r.txt", "text/plain", "Auks."),
+    );
+    expect(revoked.status).toBe(401);
+    expect(revoked.body).toEqual({ error: "Invalid API key" });
+
+    const unsigned = await call(`/v1/knowledge-base/${kb}/index`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(fileData("u.txt", "text/plain", "Auks.")),
+    });
+    expect(unsigned.status).toBe(401);
+    const rows = await env.DB.prepare("SELECT kb_id FROM kb_documents WHERE kb_id IN (?, ?)").bind(kb, own).all();
+    expect(rows.results).toEqual([{ kb_id: own }]);
   });
 });

@@ -14,6 +14,7 @@ import {
   selectTerms,
 } from "../../src/features/knowledge-bases/index/keyword-query";
 import { expandWithFeedback, feedbackWords } from "../../src/features/knowledge-bases/index/keyword-feedback";
+import { chunkDocument, withDocumentId } from "../../src/features/knowledge-bases/ingestion.service";
 
 describe("chunker", () => {
   const text = Array.from({ length: 30 }, (_, i) => `This is sentence ${i} of the text.`).join(" ");
@@ -156,5 +157,30 @@ describe("fusion and keyword terms", () => {
     expect(mixed.has("the")).toBe(false);
     expect([...mixed.values()].reduce((a, b) => a + b, 0)).toBeCloseTo(1, 9);
     expect(expandWithFeedback(query, [], () => 1)).toBe(query);
+  });
+});
+
+describe("chunks relabelled with their document id (the index route chunks each file once)", () => {
+  it("gives exactly what chunking under the real id gives: ids, positions, texts and metadata", () => {
+    const text = Array.from({ length: 40 }, (_, i) => `Sentence ${i} about lift and drag.`).join(" ");
+    const doc = {
+      name: "a.txt",
+      path: "docs/a.txt",
+      mimeType: "text/plain",
+      source: "file",
+      size: text.length,
+      customMetadata: { topic: "aero", document_id: "spoofed" },
+      extraMetadata: {},
+      pages: [text, "Second page."],
+    };
+    const settings = { chunkSize: 30, chunkOverlap: 5 };
+    const placeholder = chunkDocument("x", doc, settings);
+    const real = chunkDocument("doc_123", doc, settings);
+    expect(placeholder.length).toBeGreaterThan(3);
+    const relabelled = withDocumentId(placeholder, "doc_123");
+    expect(relabelled).toEqual(real);
+    // Key order too: the metadata is stored as JSON text.
+    expect(relabelled.map((c) => JSON.stringify(c.metadata))).toEqual(real.map((c) => JSON.stringify(c.metadata)));
+    expect(placeholder[0].documentId).toBe("x");
   });
 });

@@ -1,16 +1,14 @@
 import type { AuthContext, Env } from "../../env";
-import type { KbDocumentRow, KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
+import type { KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { AppError, badRequest } from "../../lib/errors";
 import { fromBase64 } from "../../lib/crypto";
-import { newId } from "../../lib/ids";
-import { auditInsert } from "../audit/audit.service";
-import type { ChunkInput, DocumentJob } from "./index/knowledge-base-index";
+import type { DocumentJob } from "./index/knowledge-base-index";
 import { STEP_CHUNKS } from "./index/index-limits";
 import { detectFileType, KIND_MIME } from "./extract-text";
 import { readDocumentText } from "./parsing/document-parser";
 import { ExtractionError } from "./parsing/parse-limits";
 import { indexStub } from "./durable-object-vector-index";
-import { insertDocumentRows, statementSpec } from "./documents.repository";
+import { insertDocumentRows } from "./documents.repository";
 import {
   CHUNKS_PER_CALL,
   MAX_FILE_BYTES,
@@ -19,26 +17,14 @@ import {
   contentHashOf,
   ingestChunks,
   type ChunkSettings,
-  type PreparedDocument,
 } from "./ingestion.service";
+import { planFiles, type PreparedFile } from "./file-plan";
+import { indexCheckedByObject } from "./checked-ingestion";
+
+export { ORIGINAL_IN_INDEX_MAX_BYTES, type PreparedFile } from "./file-plan";
 import { MAX_FILES_PER_REQUEST, type IndexInput } from "./knowledge-bases.schemas";
 import { putFile } from "../../db/files";
 import { knownHashes } from "./index-lookup";
-
-/**
- * A small document's original up to this size is kept by the index object beside its chunks (in
- * the batch's transaction) instead of as an R2 object of its own: an R2 put per file was the
- * largest cost of many small files (issue 14). Larger originals, and every document indexed in
- * steps, still go to R2 under `knowledge-bases/<kb>/<document>/original`.
- */
-export const ORIGINAL_IN_INDEX_MAX_BYTES = 16 * 1024;
-
-/** A file read and chunked, not stored yet. */
-export interface PreparedFile extends PreparedDocument {
-  pages: string[];
-  /** How many chunks it gives (checked before anything is stored). */
-  chunkCount: number;
-}
 
 function decodeRawBytes(raw: string, field: string): Uint8Array {
   const compact = raw.replace(/\s+/g, "").replace(/^data:[^,]*;base64,/, "");
@@ -119,10 +105,15 @@ export async function prepareFiles(
       extraMetadata: {},
       pages,
     };
-    const chunkCount = chunkDocument("x", doc, settings).length;
-    const problem = chunkProblem(chunkCount);
+    const chunks = chunkDocument("x", doc, settings);
+    const problem = chunkProblem(chunks.length);
     if (problem) throw refuse(problem);
-    prepared.push({ ...doc, chunkCount });
+    prepared.push({
+      ...doc,
+      chunkCount: chunks.length,
+      chunks: chunks.length <= STEP_CHUNKS ? chunks : undefined,
+      settings,
+    });
   }
   return prepared;
 }
@@ -144,65 +135,13 @@ export async function indexFiles(
   looked?: { hashes: string[]; known: Map<string, string> },
 ): Promise<string[]> {
   const hashes = looked?.hashes ?? (await Promise.all(files.map((f) => contentHashOf(f, settings))));
-  const known = looked ? new Map(looked.known) : await knownHashes(env, kb.id, hashes);
-  const ids: string[] = [];
-  const fresh: { file: PreparedFile; row: KbDocumentRow }[] = [];
-  const now = new Date().toISOString();
-  files.forEach((file, i) => {
-    const id = known.get(hashes[i]) ?? newId();
-    ids.push(id);
-    if (known.has(hashes[i])) return;
-    known.set(hashes[i], id);
-    const r2Key = `knowledge-bases/${kb.id}/${id}/original`;
-    const row: KbDocumentRow = {
-      id,
-      kbId: kb.id,
-      orgId: kb.orgId,
-      name: file.name,
-      path: file.path,
-      mimeType: file.mimeType,
-      source: file.source,
-      size: file.size,
-      contentHash: hashes[i],
-      r2Key,
-      customMetadata: file.customMetadata,
-      status: "indexing",
-      error: null,
-      chunkCount: 0,
-      createdAt: now,
-      updatedAt: now,
-    };
-    fresh.push({ file, row });
-  });
-  if (fresh.length === 0) return ids;
-
-  const audit = statementSpec(
-    auditInsert(env, auth, {
-      action: "knowledge_base.index",
-      targetType: "knowledge_base",
-      targetId: kb.id,
-      details:
-        fresh.length === 1
-          ? { document_id: fresh[0].row.id, name: fresh[0].row.name, source: "file" }
-          : {
-              document_ids: fresh.map((f) => f.row.id),
-              names: fresh.slice(0, 20).map((f) => f.row.name),
-              source: "file",
-            },
-    }).onConflictDoNothing(), // the index object may write it again after a restart
-  );
-  const small: DocumentJob[] = [];
-  const large: { row: KbDocumentRow; chunks: ChunkInput[] }[] = [];
-  const toR2: { file: PreparedFile; row: KbDocumentRow }[] = [];
-  for (const { file, row } of fresh) {
-    const chunks = chunkDocument(row.id, file, settings);
-    const job = { kbId: kb.id, documentId: row.id, embeddingModel: kb.embeddingModel, chunks };
-    const besideChunks = file.bytes !== undefined && file.bytes.length <= ORIGINAL_IN_INDEX_MAX_BYTES;
-    if (chunks.length > STEP_CHUNKS) large.push({ row, chunks });
-    else if (besideChunks) small.push({ ...job, row: { ...row, r2Key: null }, original: file.bytes });
-    else small.push({ ...job, row });
-    if (chunks.length > STEP_CHUNKS || !besideChunks) toR2.push({ file, row });
+  if (!looked) {
+    const ids = await indexCheckedByObject(env, auth, kb, files, settings, hashes);
+    if (ids) return ids;
   }
+  const known = looked ? looked.known : await knownHashes(env, kb.id, hashes);
+  const { ids, small, large, toR2, audit } = planFiles(env, auth, kb, files, settings, hashes, known);
+  if (!audit) return ids;
   const originals = Promise.all(
     toR2.map(({ file, row }) =>
       putFile(env, row.r2Key ?? "", file.bytes ?? new Uint8Array(), {

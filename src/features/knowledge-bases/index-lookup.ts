@@ -4,6 +4,7 @@ import { database } from "../../db/client";
 import { kbDocuments, knowledgeBases, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { assertVisible, assertWritable } from "../../lib/ownership";
 import type { ChunkSettings } from "./ingestion.service";
+import type { Prefetch } from "../../middleware/auth";
 
 /** Content hashes looked up per D1 statement (D1 binds at most 100 parameters). */
 export const HASHES_PER_LOOKUP = 90;
@@ -88,4 +89,26 @@ export async function writableKnowledgeBaseWithHashes(
   assertWritable(kb, auth, "knowledge base");
   remember(kb);
   return { kb, known: byHash(lookups as { id: string; hash: string }[][]) };
+}
+
+/**
+ * The index route's knowledge base, read in the API key's D1 round trip (route.ts `prefetch`):
+ * with de-duplication answered by the index object (checked-ingestion.ts), a request for small
+ * files then makes no D1 call of its own before the object's shared write. Read by id alone, since
+ * the caller's organization is not known yet; writablePrefetched checks it.
+ */
+export const prefetchKnowledgeBase: Prefetch = (db, c) =>
+  db
+    .select()
+    .from(knowledgeBases)
+    .where(eq(knowledgeBases.id, c.req.param("id") ?? ""))
+    .limit(1);
+
+/** The prefetched knowledge base, with exactly writableKnowledgeBase's refusals (404 for another organization's, 403). */
+export function writablePrefetched(rows: unknown[], auth: AuthContext, kbId: string): KnowledgeBaseRow {
+  const row = (rows as KnowledgeBaseRow[]).find((r) => r.id === kbId && r.orgId === auth.orgId);
+  const kb = assertVisible(row, auth, "knowledge base");
+  assertWritable(kb, auth, "knowledge base");
+  remember(kb);
+  return kb;
 }

@@ -8,7 +8,7 @@ import type { IndexInput } from "./knowledge-bases.schemas";
 import { indexUrlData } from "./web-ingestion";
 import { indexFiles, prepareFiles, type PreparedFile } from "./file-ingestion";
 import { contentHashOf, indexOne, type ChunkSettings, type PreparedDocument } from "./ingestion.service";
-import { settingsHint, writableKnowledgeBaseWithHashes } from "./index-lookup";
+import { settingsHint, writableKnowledgeBaseWithHashes, writablePrefetched } from "./index-lookup";
 
 // The index route's whole request: files, outside sources and web pages, each through its own
 // module. Kept apart from ingestion.service, which those modules import, so nothing imports back.
@@ -16,6 +16,8 @@ import { settingsHint, writableKnowledgeBaseWithHashes } from "./index-lookup";
 export interface IngestionDeps {
   /** The network, for outside sources; tests pass recorded responses. */
   fetch?: FetchFunction;
+  /** The knowledge base's rows as read with the API key (index-lookup.ts, prefetchKnowledgeBase), when they were. */
+  prefetched?: unknown[];
 }
 
 function fromSource(doc: SourceDocument): PreparedDocument {
@@ -58,8 +60,12 @@ export async function indexIntoKnowledgeBase(
   deps: IngestionDeps,
 ): Promise<string[]> {
   const config = input.config;
-  const early = await readFilesEarly(env, auth.orgId, kbId, input);
-  const { kb, known } = await writableKnowledgeBaseWithHashes(env, auth, kbId, early?.hashes ?? []);
+  // With the record read alongside the API key, nothing more is read here: the index object answers
+  // de-duplication (checked-ingestion.ts). Otherwise the record and the lookup share one D1 call.
+  const early = deps.prefetched ? undefined : await readFilesEarly(env, auth.orgId, kbId, input);
+  const { kb, known } = deps.prefetched
+    ? { kb: writablePrefetched(deps.prefetched, auth, kbId), known: new Map<string, string>() }
+    : await writableKnowledgeBaseWithHashes(env, auth, kbId, early?.hashes ?? []);
   if (config.enrichment_tasks && config.enrichment_tasks.length > 0)
     throw badRequest("config.enrichment_tasks: Loom does not run enrichment tasks yet; send an empty list");
   const settings = chunkSettings(kb, config);

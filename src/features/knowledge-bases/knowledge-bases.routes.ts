@@ -28,6 +28,7 @@ import {
   parseDocumentIds,
 } from "./knowledge-bases.service";
 import { indexIntoKnowledgeBase } from "./index-request";
+import { prefetchKnowledgeBase } from "./index-lookup";
 import { queryWithModelOptions } from "./options/knowledge-base-query";
 
 export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void {
@@ -139,6 +140,7 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
       ...common,
       method: "post",
       path: "/v1/knowledge-base/:id/index",
+      prefetch: prefetchKnowledgeBase,
       response: DocumentIds,
       summary: "Index a file, web pages (url_data), an encyclopedia article, a video transcript or a preprint",
       params: KnowledgeBaseParams,
@@ -155,6 +157,7 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
         status: "success",
         document_ids: await indexIntoKnowledgeBase(c.env, c.get("auth"), params.id, body, {
           fetch: c.get("deps").fetch,
+          prefetched: c.get("prefetched"),
         }),
       }),
   );

@@ -5,6 +5,7 @@ import type { DocumentJob, IngestJob, IngestResult, KnowledgeBaseIndex } from ".
 import type { StatementSpec } from "./documents.repository";
 import type { RetrieveRequest, RetrieveResult, StoredChunk } from "./index/retrieval";
 import type { KeywordHit } from "./index/chunk-retriever";
+import type { DocumentAnswer } from "./index/hash-check";
 import type { WebSourceRecord } from "./web-ingestion";
 import type { StoredPage } from "./web-sources";
 import { groupByShard, shardName, shardOf, type ShardMap } from "./index/shard-map";
@@ -220,7 +221,8 @@ export class ShardedKnowledgeBaseIndex {
   async ingestDocuments(jobs: DocumentJob[], audit?: StatementSpec): Promise<IngestResult[]> {
     // Shard 0 writes them itself while the base has one shard, else answers the map.
     const first = await this.shard(0).ingestDocumentsOrMap(jobs, audit);
-    if ("results" in first) return first.results;
+    // Without `check` every answer is how the document's indexing ended.
+    if ("results" in first) return first.results as IngestResult[];
     const map = first.map;
     const groups = [...groupByShard(map, jobs, (j) => j.documentId)];
     const results = new Map<DocumentJob, IngestResult>();
@@ -238,6 +240,16 @@ export class ShardedKnowledgeBaseIndex {
     return jobs.map(
       (j) => results.get(j) ?? { status: "failed", error: "indexing failed: no shard took this document" },
     );
+  }
+
+  /**
+   * ingestDocuments with de-duplication answered by the index object (SmallDocumentWriter.ingest,
+   * `check`), or "lookup" when the knowledge base has split: the caller then asks D1 and sends
+   * the documents with ingestDocuments.
+   */
+  async ingestDocumentsChecked(jobs: DocumentJob[], audit?: StatementSpec): Promise<DocumentAnswer[] | "lookup"> {
+    const first = await this.shard(0).ingestDocumentsOrMap(jobs, audit, true);
+    return "results" in first ? first.results : "lookup";
   }
 
   /** Web sources are kept and crawled by shard 0. */

@@ -1,4 +1,5 @@
 import type { SchemaMigration } from "../../../durable-objects/sqlite-schema";
+import { createContentHashes } from "./content-hashes";
 
 /**
  * KnowledgeBaseIndex's SQLite schema, oldest step first (see sqlite-schema.ts): chunks and their
@@ -47,4 +48,6 @@ export const KNOWLEDGE_BASE_INDEX_SCHEMA: readonly SchemaMigration[] = [
       CREATE TABLE IF NOT EXISTS split_documents (document_id TEXT PRIMARY KEY);
     `);
   },
+  // Content hashes for de-duplication answered by the object (content-hashes.ts, issue 14).
+  createContentHashes,
 ];

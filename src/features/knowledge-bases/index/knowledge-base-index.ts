@@ -17,7 +17,8 @@ import { setIsolateLogLevel } from "../../../lib/log";
 
 import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "./knowledge-base-index.schema";
 import { applyMigrations, ownSchema } from "../../../durable-objects/sqlite-schema";
-import { SmallDocumentWriter, type ItemInput } from "./small-document-writer";
+import { SmallDocumentWriter, type DocumentAnswer, type ItemInput } from "./small-document-writer";
+import { ContentHashes } from "./content-hashes";
 import { STEP_CHUNKS } from "./index-limits";
 import { ShardStages, type StageKind, type StageOf, type StageResults } from "./shard-stages";
 import {
@@ -84,6 +85,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private readonly retriever: ChunkRetriever;
   private readonly web: WebSources;
   private readonly writer: SmallDocumentWriter;
+  private readonly hashes: ContentHashes;
   private readonly stages: ShardStages;
   private readonly splitter: ShardSplitter;
   /** Whether this instance has looked for an unfinished warm pass (an index warmed before, or never). */
@@ -118,7 +120,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       },
       peer: (kbId, index) => this.peer(kbId, index),
     });
+    this.hashes = new ContentHashes(this.sql);
     this.writer = new SmallDocumentWriter({
+      hashes: this.hashes,
       sql: this.sql,
       storage: ctx.storage,
       env,
@@ -133,7 +137,10 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       readDocuments: (ids) => readCopies(this.sql, this.vectors, ids),
       backlog: () => this.indexingBacklog(),
       removeForCopy: (ids, chunks) => this.removeForCopy(ids, chunks),
-      writeCopies: (chunks) => writeCopies(this.sql, this.keywords, this.vectors, chunks),
+      writeCopies: (chunks) => {
+        this.hashes.markIncomplete();
+        writeCopies(this.sql, this.keywords, this.vectors, chunks);
+      },
       reset: () => this.destroy(),
       waitUntil: (promise) => this.ctx.waitUntil(promise),
     });
@@ -261,6 +268,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   /** Removes some documents' chunks, keyword entries and vectors (inside the caller's transaction). */
   private removeRowsOf(documentIds: string[]): string[] {
     this.replication.log.touched(documentIds);
+    this.hashes.remove(documentIds);
     const removed: string[] = [];
     for (const documentId of documentIds) {
       const rows = this.sql
@@ -281,6 +289,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     await this.ctx.storage.deleteAll();
     this.replication.log.forget();
     this.splitter.forget();
+    this.hashes.forget();
     applyMigrations(this.ctx.storage, KNOWLEDGE_BASE_INDEX_SCHEMA);
     this.keywords.forget();
     this.vectors.unload();
@@ -344,6 +353,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
         };
     }
     this.ctx.storage.transactionSync(() => {
+      // Documents in steps, web pages and outside sources come without a content hash: from now
+      // on the Worker asks D1 about duplicates for this base (content-hashes.ts).
+      this.hashes.markIncomplete();
       if (options.reset && job.replaces?.length)
         this.sql.exec(
           "INSERT OR REPLACE INTO replacements (document_id, replaces) VALUES (?, ?)",
@@ -364,15 +376,30 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
 
   /** See SmallDocumentWriter.ingest. */
   async ingestDocuments(jobs: DocumentJob[], audit?: StatementSpec, heldElsewhere = 0): Promise<IngestResult[]> {
+    return (await this.writeDocuments(jobs, audit, heldElsewhere, false)) as IngestResult[];
+  }
+
+  /**
+   * ingestDocuments, and `check`: de-duplication answered here (SmallDocumentWriter.ingest) for
+   * a caller that did not ask D1; while documents of the call belong to another shard (a split the
+   * caller had not seen), every one answers `unchecked` and nothing is written.
+   */
+  private async writeDocuments(
+    jobs: DocumentJob[],
+    audit: StatementSpec | undefined,
+    heldElsewhere: number,
+    check: boolean,
+  ): Promise<DocumentAnswer[]> {
     if (jobs[0]) this.splitter.noteKb(jobs[0].kbId);
     const forwarded = this.elsewhere(jobs, (j) => j.documentId);
     if (forwarded.size === 0) {
-      const results = await this.writer.ingest(jobs, audit, heldElsewhere);
+      const results = await this.writer.ingest(jobs, audit, heldElsewhere, check);
       if (this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
       else await this.scheduleWarm();
       await this.replication.announce();
       return results;
     }
+    if (check) return jobs.map(() => ({ status: "unchecked" }));
     // Some documents belong to another shard now (a split this caller had not seen): each part goes to its owner.
     const results = new Map<DocumentJob, IngestResult>();
     const mine = jobs.filter((j) => this.splitter.elsewhere(j.documentId) === undefined);
@@ -385,7 +412,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       if (list.length === 0) continue;
       const out = peer
         ? await peer.ingestDocuments(list, first ? audit : undefined, heldElsewhere)
-        : await this.writer.ingest(list, audit, heldElsewhere);
+        : ((await this.writer.ingest(list, audit, heldElsewhere)) as IngestResult[]);
       first = false;
       list.forEach((job, i) => results.set(job, out[i]));
     }
@@ -397,14 +424,16 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   /**
    * Shard 0's: ingestDocuments for a knowledge base that never split, else its map (for the Worker
    * to send each document to its shard). One call instead of reading the map first: a small
-   * document's request is mostly fixed costs like that round trip (issue 14).
+   * document's request is mostly fixed costs like that round trip (issue 14). With `check`, the
+   * de-duplication is answered here too (see writeDocuments).
    */
   async ingestDocumentsOrMap(
     jobs: DocumentJob[],
     audit?: StatementSpec,
-  ): Promise<{ results: IngestResult[] } | { map: ShardMap }> {
+    check = false,
+  ): Promise<{ results: DocumentAnswer[] } | { map: ShardMap }> {
     const map = this.splitter.map();
-    return map.shards.length > 1 ? { map } : { results: await this.ingestDocuments(jobs, audit) };
+    return map.shards.length > 1 ? { map } : { results: await this.writeDocuments(jobs, audit, 0, check) };
   }
 
   // ---------- RPC: shards (shard-map.ts, shard-stages.ts, shard-splitter.ts) ----------
@@ -455,6 +484,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   /** Chunks a split copies here: each document's chunks replace what this shard held of it (shard-copies.ts). */
   async acceptCopies(documentIds: string[], chunks: CopiedChunk[], originals: CopiedOriginal[] = []): Promise<void> {
     this.ctx.storage.transactionSync(() => {
+      this.hashes.markIncomplete();
       this.removeRowsOf(documentIds);
       writeCopies(this.sql, this.keywords, this.vectors, chunks);
       for (const o of originals)

@@ -8,6 +8,10 @@ import type { VectorMetadata } from "./vector-index";
 import { IngestBatcher, type Flushed } from "./ingest-batcher";
 import type { DocumentJob, IngestResult } from "./knowledge-base-index";
 import { STEP_CHUNKS } from "./index-limits";
+import type { ContentHashes } from "./content-hashes";
+import { checkHashes, settleAnswer, type DocumentAnswer } from "./hash-check";
+
+export type { DocumentAnswer } from "./hash-check";
 
 /** When a batch's D1 write fails (or the object restarts before it), the alarm writes its rows this much later. */
 const RESUME_AFTER_MS = 30_000;
@@ -26,6 +30,7 @@ export interface ItemInput {
 /** What the writer uses of its knowledge base's index object. */
 export interface WriterHost {
   sql: SqlStorage;
+  hashes: ContentHashes;
   storage: DurableObjectStorage;
   env: Env;
   upsertItems(items: ItemInput[]): number[];
@@ -46,6 +51,10 @@ interface Reported {
 interface BatchEntry {
   job: DocumentJob;
   audit?: StatementSpec;
+  /** The call it came in (a call's documents are answered, or sent back, together). */
+  call: object;
+  /** Whether its caller left de-duplication to this object (see ingest). */
+  check: boolean;
   /** Chunks the knowledge base's other shards held when the request came in. */
   heldElsewhere: number;
 }
@@ -59,7 +68,7 @@ interface BatchEntry {
  */
 export class SmallDocumentWriter {
   /** Concurrent requests' small documents, written one batch (one transaction) at a time. */
-  private readonly batcher = new IngestBatcher<BatchEntry, IngestResult>(
+  private readonly batcher = new IngestBatcher<BatchEntry, DocumentAnswer>(
     (entries) => this.writeDocuments(entries),
     (entry) => entry.job.chunks.length,
     STEP_CHUNKS,
@@ -82,13 +91,28 @@ export class SmallDocumentWriter {
    * (the caller retries; nothing was kept). The D1 rows wait in `finished`, committed with the
    * chunks, until D1 has them, so a document is never searchable without its row for longer than
    * the alarm's retry.
+   *
+   * With `check`, the caller did not look for identical documents in D1: this object answers it
+   * from its content hashes, in the batch, so nothing can slip in between. A call with a document
+   * already held (or written earlier in the same batch) is sent back whole, nothing of it stored:
+   * `known` with the existing id for those, `retry` for the others, for the caller to send again
+   * without the known ones (its audit entry then names only what is written). `unchecked` when
+   * this object cannot vouch for its hashes (content-hashes.ts): the caller asks D1.
    */
-  async ingest(jobs: DocumentJob[], audit?: StatementSpec, heldElsewhere = 0): Promise<IngestResult[]> {
+  async ingest(
+    jobs: DocumentJob[],
+    audit?: StatementSpec,
+    heldElsewhere = 0,
+    check = false,
+  ): Promise<DocumentAnswer[]> {
     if (jobs.length === 0) return [];
     // The alarm is the retry for a D1 write that fails after the chunks commit; set before the batch
     // so it is in place whatever happens after.
     if ((await this.host.storage.getAlarm()) === null) await this.host.storage.setAlarm(Date.now() + RESUME_AFTER_MS);
-    return this.batcher.submit(jobs.map((job, i) => ({ job, audit: i === 0 ? audit : undefined, heldElsewhere })));
+    const call = {};
+    return this.batcher.submit(
+      jobs.map((job, i) => ({ job, audit: i === 0 ? audit : undefined, heldElsewhere, call, check })),
+    );
   }
 
   /**
@@ -96,7 +120,24 @@ export class SmallDocumentWriter {
    * batches being written one at a time), embeds the rest, commits their chunks, originals and D1
    * rows in one transaction, then writes those rows to D1.
    */
-  private async writeDocuments(entries: BatchEntry[]): Promise<Flushed<IngestResult>> {
+  private async writeDocuments(all: BatchEntry[]): Promise<Flushed<DocumentAnswer>> {
+    // Calls sent back by the de-duplication check take no further part in the batch.
+    const { answers, fromBatch } = checkHashes(all, this.host.hashes);
+    const entries = all.filter((_, i) => answers[i] === undefined);
+    const { answer } = entries.length > 0 ? await this.writeAccepted(entries) : { answer: Promise.resolve([]) };
+    return {
+      answer: answer.then((results) => {
+        const byId = new Map(entries.map((e, i) => [e.job.documentId, results[i]]));
+        let at = 0;
+        return all.map((_, i) => {
+          const sent = answers[i];
+          return sent ? settleAnswer(sent, fromBatch.get(i), byId) : results[at++];
+        });
+      }),
+    };
+  }
+
+  private async writeAccepted(entries: BatchEntry[]): Promise<Flushed<IngestResult>> {
     const limit = maxChunksPerKnowledgeBase(this.host.env);
     // What the knowledge base's other shards hold (shard-map.ts), since the limit is the whole base's.
     const heldElsewhere = Math.max(0, ...entries.map((e) => e.heldElsewhere));
@@ -138,7 +179,9 @@ export class SmallDocumentWriter {
         );
         entries.forEach(({ job }, i) => {
           results[i] ??= { status: "ready", chunks: job.chunks.length };
-          if (job.original && results[i].status === "ready") this.host.storeOriginal(job.documentId, job.original);
+          if (results[i].status !== "ready") return;
+          if (job.original) this.host.storeOriginal(job.documentId, job.original);
+          this.host.hashes.add(job.documentId, job.row.contentHash);
         });
         this.record(entries, results as IngestResult[]);
       });
