@@ -200,7 +200,12 @@ export class VectorStore {
       const n = head.n ?? 0;
       if (dims > 0 && n > 0 && n * dims <= COLD_MAX_BYTES) {
         this.cold = new ColdVectors(this.sql, dims, n);
-        setTimeout(() => this.ensureLoaded(), LOAD_AFTER_COLD_MS);
+        setTimeout(() => {
+          // Only ahead of time: if this fails (the object is being reset or evicted), the next use loads.
+          try {
+            this.ensureLoaded();
+          } catch {}
+        }, LOAD_AFTER_COLD_MS);
       }
     }
     if (!this.loaded && this.cold) return this.cold;
