@@ -1,6 +1,8 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { VectorStore } from "../../src/features/knowledge-bases/index/vector-store";
+import { seedOrg } from "../helpers";
+import { type Body, createKb, indexText, query, send } from "./kb-fixtures";
 
 /**
  * The first call after a wake answers from SQLite's row buffers (cold-vectors.ts) instead of
@@ -120,5 +122,43 @@ describe("knowledge bases: the first query after a wake reads vectors straight f
       expect(store.valuesOf(1)).toBeUndefined();
       expect(store.size).toBe(0);
     });
+  });
+
+  it("through the Worker: filtered queries after an eviction (a dense and a sparse filter, a deleted document) answer as the warm object", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key, { chunk_size: 16 });
+    const words = ["flow", "plate", "shock", "wing", "heat", "boundary", "layer", "pressure", "nozzle", "vortex"];
+    const sentences = (n: number, salt: number) =>
+      Array.from(
+        { length: n },
+        (_, i) =>
+          `Sentence ${i} on ${words[(i * salt) % 10]} and ${words[(i + salt) % 10]} near ${words[(i * 3) % 10]}.`,
+      ).join(" ");
+    await indexText(key, kb, "a.txt", sentences(400, 3), { topic: "aero" });
+    const gone = await indexText(key, kb, "b.txt", sentences(100, 7), { topic: "heat" });
+    await indexText(key, kb, "c.txt", sentences(250, 11), { topic: "heat" });
+    await indexText(key, kb, "d.txt", sentences(30, 13), { topic: "rare" });
+    expect(
+      (await send(`/v1/knowledge-base/${kb}/documents?document_ids=${gone}`, key, { method: "DELETE" })).status,
+    ).toBe(200);
+    const dense = JSON.stringify({ must_not: [{ key: "topic", match: { value: "rare" } }] });
+    const sparse = JSON.stringify({ must: [{ key: "topic", match: { value: "rare" } }] });
+    const bodies: Body[] = [];
+    for (const filter of [dense, sparse])
+      for (const mode of ["vector", "hybrid"])
+        bodies.push({
+          queries: ["shock wing near vortex"],
+          search_metadata: { top_k: 10, filter },
+          config: { retrieval_config: { search_mode: mode } },
+        });
+    const answer = async (body: Body) => (await query(key, kb, body)).items.map((i) => [i.id, i.score]);
+    const warm = [];
+    for (const body of bodies) warm.push(await answer(body));
+    expect(warm.every((w) => w.length === 10)).toBe(true);
+    for (const [i, body] of bodies.entries()) {
+      await evictDurableObject(env.KB_INDEX.get(env.KB_INDEX.idFromName(kb)));
+      expect(await answer(body)).toEqual(warm[i]);
+    }
   });
 });
