@@ -15,9 +15,9 @@ const BLOCK = 512;
 const COLD_MAX_BYTES = 40 * 1024 * 1024;
 /**
  * How long after a cold call the arena is loaded. Not at once: on `npm start` the object shares
- * one isolate (one thread) with the Worker, and a load queued right behind the call ran before
- * the Worker had sent the answer (measured: the first query took the load's time as well). Any
- * use before then loads the arena itself.
+ * one isolate (one thread) with the Worker, and with the load queued right behind the call the
+ * first queries measured slower than before, as if it ran before the Worker sent the answer.
+ * Reads before then use the same buffers; a write loads the arena at once.
  */
 const LOAD_AFTER_COLD_MS = 250;
 /**
@@ -187,7 +187,8 @@ export class VectorStore {
   /**
    * What the read paths scan: the loaded arena, or on the first call after a wake the blocks as
    * SQLite returns them (ColdVectors), the arena then being loaded once that call is over (a timer,
-   * so after the answer is sent; any other use before then loads it at once). Null when empty.
+   * so after the answer is sent; reads until then use the same buffers, a write loads it at once
+   * and drops them, so they never go stale). Null when empty.
    */
   private source(): ScanSource | null {
     if (!this.loaded && !this.cold) {
