@@ -1,4 +1,5 @@
 import kernel from "./kernels/generated/int8-dot.wasm";
+import { dotRow } from "./vector-scan";
 
 /**
  * Int8 vectors in WebAssembly memory, scanned with the SIMD kernel of kernels/int8-dot.wat: an
@@ -95,21 +96,6 @@ export class VectorArena {
 
   /** The exact dot product of a float query with one row (int8 values, scale not applied). */
   dot(slot: number, query: Float32Array): number {
-    const data = this.view;
-    const offset = this.rowOffset(slot);
-    const dims = this.dims;
-    let s0 = 0;
-    let s1 = 0;
-    let s2 = 0;
-    let s3 = 0;
-    let j = 0;
-    for (; j + 3 < dims; j += 4) {
-      s0 += query[j] * data[offset + j];
-      s1 += query[j + 1] * data[offset + j + 1];
-      s2 += query[j + 2] * data[offset + j + 2];
-      s3 += query[j + 3] * data[offset + j + 3];
-    }
-    for (; j < dims; j++) s0 += query[j] * data[offset + j];
-    return s0 + s1 + s2 + s3;
+    return dotRow(this.view, this.rowOffset(slot), this.dims, query);
   }
 }

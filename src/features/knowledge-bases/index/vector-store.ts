@@ -1,52 +1,25 @@
 import { VectorArena } from "./vector-arena";
 import { quantize, TopK } from "./vector-index";
+import { ColdVectors } from "./cold-vectors";
+import { nearestIn, type ScanSource, SlotIndex } from "./vector-scan";
+
+export { SPARSE_FILTER_SHARE } from "./vector-scan";
 
 /** Vectors per stored row: one row of 512 x 512-d int8 vectors is ~256 KB, under the 2 MB row cap. */
 const BLOCK = 512;
-/** Below this share of the set, filtered candidates are scored one by one instead of scanning all. */
-export const SPARSE_FILTER_SHARE = 1 / 8;
-
-/** Slot of each rowid, in a typed array indexed by rowid (rowids are dense): 100k entries build in well under a millisecond. */
-class SlotIndex {
-  /** slot + 1 by rowid; 0 means none. */
-  private slots = new Int32Array(0);
-
-  get(rowid: number): number | undefined {
-    const v = rowid < this.slots.length ? this.slots[rowid] : 0;
-    return v === 0 ? undefined : v - 1;
-  }
-
-  set(rowid: number, slot: number): void {
-    if (rowid >= this.slots.length) {
-      const grown = new Int32Array(Math.max(rowid + 1, Math.ceil(this.slots.length * 1.5), 1024));
-      grown.set(this.slots);
-      this.slots = grown;
-    }
-    this.slots[rowid] = slot + 1;
-  }
-
-  /**
-   * Rebuilds the index from slot order in one pass over one array sized to the largest rowid: on
-   * an object's wake this runs in a fresh isolate, where 100k set() calls (each checking growth)
-   * cost 1-15 ms before the JIT catches up.
-   */
-  fill(rowids: Int32Array, count: number): void {
-    let top = -1;
-    for (let i = 0; i < count; i++) if (rowids[i] > top) top = rowids[i];
-    const slots = new Int32Array(Math.max(top + 1, 1024));
-    for (let i = 0; i < count; i++) slots[rowids[i]] = i + 1;
-    this.slots = slots;
-  }
-
-  delete(rowid: number): void {
-    if (rowid < this.slots.length) this.slots[rowid] = 0;
-  }
-
-  clear(): void {
-    this.slots = new Int32Array(0);
-  }
-}
-
+/**
+ * Largest set (int8 bytes) answered cold on a wake (cold-vectors.ts): the cold call holds SQLite's
+ * buffers and the load after it allocates the arena, so up to twice this is briefly alive in a
+ * 128 MB isolate. Larger sets load first, as before; the answers are the same either way.
+ */
+const COLD_MAX_BYTES = 40 * 1024 * 1024;
+/**
+ * How long after a cold call the arena is loaded. Not at once: on `npm start` the object shares
+ * one isolate (one thread) with the Worker, and with the load queued right behind the call the
+ * first queries measured slower than before, as if it ran before the Worker sent the answer.
+ * Reads before then use the same buffers; a write loads the arena at once.
+ */
+const LOAD_AFTER_COLD_MS = 250;
 /**
  * The vectors of one knowledge base's Durable Object, keyed by the SQLite rowid of their chunk.
  * In SQLite they are int8 (one scale per vector), packed BLOCK per row of `vector_blocks`, so
@@ -61,17 +34,26 @@ export class VectorStore {
   private slotOf = new SlotIndex();
   private arena: VectorArena | null = null;
   private loaded = false;
+  /** The call that woke the object reads its vectors here, not into the arena (cold-vectors.ts). */
+  private cold: ColdVectors | null = null;
 
   constructor(private readonly sql: SqlStorage) {}
 
   get size(): number {
+    if (!this.loaded && this.cold) return this.cold.count;
     this.ensureLoaded();
     return this.count;
   }
 
   get dims(): number {
+    if (!this.loaded && this.cold) return this.cold.dims;
     this.ensureLoaded();
     return this.dimensions;
+  }
+
+  /** Whether the vectors are in the arena (false before the first use after a wake, and while a cold call reads them from SQLite). */
+  get inArena(): boolean {
+    return this.loaded;
   }
 
   /** Forgets what is in memory (as an eviction would); the next use reloads from SQLite. */
@@ -83,10 +65,12 @@ export class VectorStore {
     this.scales = new Float32Array(0);
     this.slotOf.clear();
     this.arena = null;
+    this.cold = null;
   }
 
   private ensureLoaded(): void {
     if (this.loaded) return;
+    this.cold = null;
     // The wake path (BENCHMARKS.md, issue 18, third pass): one statement for the set's shape, then
     // every array sized once, so nothing is grown or copied twice while 25 MB stream in.
     const head = this.sql
@@ -200,63 +184,60 @@ export class VectorStore {
     if (firstTouched !== Infinity) this.persistBlocks(Math.min(firstTouched, this.count));
   }
 
-  /** The stored (dequantised) values of a row's vector. */
-  valuesOf(rowid: number): number[] | undefined {
-    this.ensureLoaded();
-    const slot = this.slotOf.get(rowid);
-    if (slot === undefined || !this.arena) return undefined;
-    const scale = this.scales[slot];
-    return Array.from(this.arena.row(slot), (v) => v * scale);
-  }
-
   /**
-   * The `topK` rows whose vectors have the largest dot product with `query` (unit vectors: cosine),
-   * among `allowed` rowids when given. The SIMD pass scores every vector against the query
-   * quantised to int8; a pool of the best of those is then rescored exactly with the float query,
-   * so scores equal the exact int8 dot product.
+   * What the read paths scan: the loaded arena, or on the first call after a wake the blocks as
+   * SQLite returns them (ColdVectors), the arena then being loaded once that call is over (a timer,
+   * so after the answer is sent; reads until then use the same buffers, a write loads it at once
+   * and drops them, so they never go stale). Null when empty.
    */
-  nearest(query: ArrayLike<number>, topK: number, allowed?: Set<number>): { rowid: number; score: number }[] {
+  private source(): ScanSource | null {
+    if (!this.loaded && !this.cold) {
+      const head = this.sql
+        .exec<{ dims: string | null; n: number | null }>(
+          "SELECT (SELECT value FROM meta WHERE key = 'dims') AS dims, (SELECT sum(count) FROM vector_blocks) AS n",
+        )
+        .one();
+      const dims = head.dims ? Number(head.dims) : 0;
+      const n = head.n ?? 0;
+      if (dims > 0 && n > 0 && n * dims <= COLD_MAX_BYTES) {
+        this.cold = new ColdVectors(this.sql, dims, n);
+        setTimeout(() => {
+          // Only ahead of time: if this fails (the object is being reset or evicted), the next use loads.
+          try {
+            this.ensureLoaded();
+          } catch {}
+        }, LOAD_AFTER_COLD_MS);
+      }
+    }
+    if (!this.loaded && this.cold) return this.cold;
     this.ensureLoaded();
     const arena = this.arena;
-    if (!arena || this.count === 0 || query.length !== this.dimensions) return [];
-    const q = Float32Array.from(query);
-    const best = new TopK(topK);
-    const exact = (slot: number) => {
-      const score = arena.dot(slot, q) * this.scales[slot];
-      if (score >= best.threshold) best.push(score, slot);
+    if (!arena || this.count === 0) return null;
+    return {
+      dims: this.dimensions,
+      count: this.count,
+      rowids: this.rowids,
+      scales: this.scales,
+      slotOf: this.slotOf,
+      dotAll: (q8) => arena.dotAll(q8, this.count),
+      dot: (slot, q) => arena.dot(slot, q),
     };
-    if (allowed && allowed.size < this.count * SPARSE_FILTER_SHARE) {
-      for (const rowid of allowed) {
-        const slot = this.slotOf.get(rowid);
-        if (slot !== undefined) exact(slot);
-      }
-    } else {
-      let mask: Uint8Array | undefined;
-      if (allowed) {
-        mask = new Uint8Array(this.count);
-        for (const rowid of allowed) {
-          const slot = this.slotOf.get(rowid);
-          if (slot !== undefined) mask[slot] = 1;
-        }
-      }
-      const q8 = new Int8Array(this.dimensions);
-      quantize(q, q8, 0);
-      const raw = arena.dotAll(q8, this.count);
-      const pool = new TopK(Math.min(this.count, topK * 2 + 64));
-      const scales = this.scales;
-      // The pool's threshold only rises when it takes a vector: kept in a local, not read per slot.
-      let threshold = -Infinity;
-      for (let slot = 0; slot < raw.length; slot++) {
-        if (mask && mask[slot] === 0) continue;
-        const approx = raw[slot] * scales[slot];
-        if (approx > threshold) {
-          pool.push(approx, slot);
-          threshold = pool.threshold;
-        }
-      }
-      for (const { item } of pool.sorted()) exact(item);
-    }
-    return best.sorted().map((r) => ({ rowid: this.rowids[r.item], score: r.score }));
+  }
+
+  /** The stored (dequantised) values of a row's vector. */
+  valuesOf(rowid: number): number[] | undefined {
+    const source = this.source();
+    const slot = source?.slotOf.get(rowid);
+    if (!source || slot === undefined) return undefined;
+    const scale = source.scales[slot];
+    const row = this.cold && source === this.cold ? this.cold.row(slot) : this.arena?.row(slot);
+    return row ? Array.from(row, (v) => v * scale) : undefined;
+  }
+
+  /** The `topK` nearest rows to `query` among `allowed` (vector-scan.ts, nearestIn). */
+  nearest(query: ArrayLike<number>, topK: number, allowed?: Set<number>): { rowid: number; score: number }[] {
+    const source = this.source();
+    return source ? nearestIn(source, query, topK, allowed) : [];
   }
 
   /**
@@ -270,15 +251,14 @@ export class VectorStore {
     pool: number | undefined,
     allowed: Set<number> | undefined,
   ): { rowid: number; approx: number; score: number }[] {
-    this.ensureLoaded();
-    const arena = this.arena;
-    if (!arena || this.count === 0 || query.length !== this.dimensions) return [];
+    const source = this.source();
+    if (!source || source.count === 0 || query.length !== source.dims) return [];
     const q = Float32Array.from(query);
-    const exact = (slot: number) => arena.dot(slot, q) * this.scales[slot];
+    const exact = (slot: number) => source.dot(slot, q) * source.scales[slot];
     if (pool === undefined) {
       const out: { rowid: number; approx: number; score: number }[] = [];
       for (const rowid of allowed ?? []) {
-        const slot = this.slotOf.get(rowid);
+        const slot = source.slotOf.get(rowid);
         if (slot !== undefined) {
           const score = exact(slot);
           out.push({ rowid, approx: score, score });
@@ -286,12 +266,12 @@ export class VectorStore {
       }
       return out;
     }
-    const q8 = new Int8Array(this.dimensions);
+    const q8 = new Int8Array(source.dims);
     quantize(q, q8, 0);
-    const raw = arena.dotAll(q8, this.count);
-    const best = new TopK(Math.max(1, Math.min(this.count, pool)));
-    const { scales, rowids } = this;
-    // As in nearest(): the pool's threshold only rises when it takes a row, so it is kept in a
+    const raw = source.dotAll(q8);
+    const best = new TopK(Math.max(1, Math.min(source.count, pool)));
+    const { scales, rowids } = source;
+    // As in nearestIn(): the pool's threshold only rises when it takes a row, so it is kept in a
     // local rather than read per slot (this loop runs over every vector of the shard).
     let threshold = -Infinity;
     for (let slot = 0; slot < raw.length; slot++) {
@@ -303,7 +283,7 @@ export class VectorStore {
       threshold = best.threshold;
     }
     return best.sorted().map(({ item, score }) => {
-      const slot = this.slotOf.get(item) ?? 0;
+      const slot = source.slotOf.get(item) ?? 0;
       return { rowid: item, approx: score, score: exact(slot) };
     });
   }
