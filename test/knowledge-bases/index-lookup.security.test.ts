@@ -110,4 +110,36 @@ describe("knowledge bases: the record read in the API key's round trip (route pr
     const rows = await env.DB.prepare("SELECT kb_id FROM kb_documents WHERE kb_id IN (?, ?)").bind(kb, own).all();
     expect(rows.results).toEqual([{ kb_id: own }]);
   });
+  it("on the query route: another organization gets the 404 of a missing base, a viewer of the same one its answer, a revoked key 401", async () => {
+    const org = await seedOrg();
+    const kb = await createKb(org.owner.apiKey);
+    expect(
+      (await post(`/v1/knowledge-base/${kb}/index`, org.owner.apiKey, fileData("s.txt", "text/plain", TEXT))).status,
+    ).toBe(200);
+    const ask = { queries: ["shearwaters chicks"] };
+    const answer = await post(`/v1/knowledge-base/${kb}/query`, org.owner.apiKey, ask);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    const viewer = await org.addMember("viewer");
+    const seen = await post(`/v1/knowledge-base/${kb}/query`, viewer.apiKey, ask);
+    expect(seen).toEqual(answer);
+
+    // Read by the path's id alone with the key, the record must still be the caller's organization's.
+    const intruder = await seedOrg();
+    const gone = await createKb(org.owner.apiKey);
+    expect((await send(`/v1/knowledge-base/${gone}`, org.owner.apiKey, { method: "DELETE" })).status).toBe(200);
+    const missing = await post(`/v1/knowledge-base/${gone}/query`, intruder.owner.apiKey, ask);
+    const foreign = await post(`/v1/knowledge-base/${kb}/query`, intruder.owner.apiKey, ask);
+    expect(missing.status).toBe(404);
+    expect(foreign).toEqual({
+      status: 404,
+      body: { ...missing.body, error: String(missing.body.error).replace(gone, kb) },
+    });
+
+    const keys = (await (await call("/auth/api-keys", { headers: bearer(org.owner.token) })).json()) as {
+      api_keys: { id: string }[];
+    };
+    await call(`/auth/api-keys/${keys.api_keys[0].id}`, { method: "DELETE", headers: bearer(org.owner.token) });
+    const revoked = await post(`/v1/knowledge-base/${kb}/query`, org.owner.apiKey, ask);
+    expect(revoked).toEqual({ status: 401, body: { error: "Invalid API key" } });
+  });
 });

@@ -92,10 +92,11 @@ export async function writableKnowledgeBaseWithHashes(
 }
 
 /**
- * The index route's knowledge base, read in the API key's D1 round trip (route.ts `prefetch`):
- * with de-duplication answered by the index object (checked-ingestion.ts), a request for small
- * files then makes no D1 call of its own before the object's shared write. Read by id alone, since
- * the caller's organization is not known yet; writablePrefetched checks it.
+ * The index and query routes' knowledge base, read in the API key's D1 round trip (route.ts
+ * `prefetch`): with de-duplication answered by the index object (checked-ingestion.ts), a request
+ * for small files then makes no D1 call of its own before the object's shared write, and a query
+ * one D1 call instead of two. Read by id alone, since the caller's organization is not known yet;
+ * visiblePrefetched / writablePrefetched check it.
  */
 export const prefetchKnowledgeBase: Prefetch = (db, c) =>
   db
@@ -104,10 +105,15 @@ export const prefetchKnowledgeBase: Prefetch = (db, c) =>
     .where(eq(knowledgeBases.id, c.req.param("id") ?? ""))
     .limit(1);
 
+/** The prefetched knowledge base, with exactly queryableKnowledgeBase's refusal (404 for another organization's). */
+export function visiblePrefetched(rows: unknown[], auth: AuthContext, kbId: string): KnowledgeBaseRow {
+  const row = (rows as KnowledgeBaseRow[]).find((r) => r.id === kbId && r.orgId === auth.orgId);
+  return assertVisible(row, auth, "knowledge base");
+}
+
 /** The prefetched knowledge base, with exactly writableKnowledgeBase's refusals (404 for another organization's, 403). */
 export function writablePrefetched(rows: unknown[], auth: AuthContext, kbId: string): KnowledgeBaseRow {
-  const row = (rows as KnowledgeBaseRow[]).find((r) => r.id === kbId && r.orgId === auth.orgId);
-  const kb = assertVisible(row, auth, "knowledge base");
+  const kb = visiblePrefetched(rows, auth, kbId);
   assertWritable(kb, auth, "knowledge base");
   remember(kb);
   return kb;

@@ -168,6 +168,7 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
       ...common,
       method: "post",
       path: "/v1/knowledge-base/:id/query",
+      prefetch: prefetchKnowledgeBase,
       response: KnowledgeBaseQueryAnswer,
       summary: "Query a knowledge base (keyword, vector or hybrid)",
       params: KnowledgeBaseParams,
@@ -177,7 +178,14 @@ export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void
     async (c, { params, body }) =>
       c.json({
         status: "success",
-        result: await queryWithModelOptions(c.env, c.get("auth"), params.id, body, c.get("deps").providers),
+        result: await queryWithModelOptions(
+          c.env,
+          c.get("auth"),
+          params.id,
+          body,
+          c.get("deps").providers,
+          c.get("prefetched"),
+        ),
       }),
   );
 }

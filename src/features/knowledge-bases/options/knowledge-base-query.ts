@@ -10,6 +10,7 @@ import { UsageMeter } from "../../../providers/usage";
 import { indexStub } from "../durable-object-vector-index";
 import type { QueryInput } from "../knowledge-bases.schemas";
 import { queryableKnowledgeBase } from "../knowledge-bases.service";
+import { visiblePrefetched } from "../index-lookup";
 import { FilterParseError, parseQdrantFilter } from "../metadata-filter";
 import { mergeMissing, type MissingShard } from "../shard-scatter";
 import {
@@ -129,8 +130,10 @@ export async function queryWithModelOptions(
   kbId: string,
   input: QueryInput,
   deps: ProviderDeps,
+  prefetched?: unknown[],
 ): Promise<KnowledgeBaseQueryResult> {
-  const kb = await queryableKnowledgeBase(env, auth, kbId);
+  // The route reads the record with the API key (one D1 call); other callers (pipelines) read it here.
+  const kb = prefetched ? visiblePrefetched(prefetched, auth, kbId) : await queryableKnowledgeBase(env, auth, kbId);
   const config = input.config ?? {};
   const usage = new UsageMeter();
   const qaModelName = config.question_answering_config?.qa_model;
