@@ -20,8 +20,8 @@ const NOT_OUTBOUND: Record<string, RegExp> = {
   "../../src/features/docs/docs-page.ts": /fetch\(/,
 };
 
-/** A fetch *handler* being defined (a Dynamic Worker guest's entry point), not a call. */
-const HANDLER_DEFINITION = /^\s*async fetch\(\w+: Request\)/;
+/** A fetch *handler* being defined (a Dynamic Worker guest's entry point, npm start's LoomHttp entrypoint), not a call. */
+const HANDLER_DEFINITION = /^\s*(override\s+)?(async\s+)?fetch\(\w+: Request\)(:|\s*\{)/;
 
 describe("egress: one function sends every outbound request", () => {
   it("no module but src/lib/egress.ts calls the global fetch", () => {
