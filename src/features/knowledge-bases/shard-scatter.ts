@@ -93,15 +93,17 @@ export function mergeMissing(...lists: MissingShard[][]): MissingShard[] {
  */
 export class ShardScatter {
   readonly missing = new Map<number, MissingShard["reason"]>();
+  private readonly stubs = new Map<number, ReturnType<typeof rpcStub<KnowledgeBaseIndex>>>();
 
   constructor(
     private readonly env: Env,
-    private readonly kbId: string,
+    readonly kbId: string,
     readonly map: ShardMap,
     private readonly timeoutMs = SHARD_TIMEOUT_MS,
   ) {}
 
-  private live(): ShardInfo[] {
+  /** The shards not yet found failing in this query. */
+  live(): ShardInfo[] {
     return this.map.shards.filter((s) => !this.missing.has(s.index));
   }
 
@@ -136,7 +138,7 @@ export class ShardScatter {
     request: StageOf<K>,
     deadline: Promise<never>,
   ): Promise<StageResults[K] | undefined> {
-    const stub = rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, shardName(this.kbId, shard.index));
+    const stub = this.stubOf(shard.index);
     try {
       const answer = await Promise.race([
         this.fromReplica(shard, request).then((a) => a ?? stub.stage<K>({ lo: shard.lo, hi: shard.hi }, request)),
@@ -156,6 +158,19 @@ export class ShardScatter {
       });
       return undefined;
     }
+  }
+
+  /**
+   * A shard's stub, made once per query rather than once per step: a query makes ~6 steps on
+   * every shard, and the stub (its id hashed from the name) is the same for each of them.
+   */
+  private stubOf(index: number): ReturnType<typeof rpcStub<KnowledgeBaseIndex>> {
+    let stub = this.stubs.get(index);
+    if (!stub) {
+      stub = rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, shardName(this.kbId, index));
+      this.stubs.set(index, stub);
+    }
+    return stub;
   }
 
   /** One step from one of the shard's replicas, or undefined: ask the primary (replica behind or failing). */
@@ -189,6 +204,17 @@ export class ShardScatter {
     request: StageOf<K> | ((shard: ShardInfo) => StageOf<K>),
   ): Promise<[ShardInfo, StageResults[K]][]> {
     return this.round(this.live(), (s) => (typeof request === "function" ? request(s) : request));
+  }
+
+  /** One step on some live shards (by index), each its own request. */
+  async some<K extends StageKind>(
+    indexes: Set<number>,
+    request: (shard: ShardInfo) => StageOf<K>,
+  ): Promise<[ShardInfo, StageResults[K]][]> {
+    return this.round(
+      this.live().filter((s) => indexes.has(s.index)),
+      request,
+    );
   }
 
   /** One step on the shards holding some rows (merged-ranking keys), each asked about its own rowids. */
