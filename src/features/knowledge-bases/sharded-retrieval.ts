@@ -84,6 +84,7 @@ export class ShardedRetrieval {
       words: [],
       frequencies: false,
       stems: unknown.get(shard.index) ?? [],
+      keywordOnly: true,
     }));
     rememberDf(kb, answers);
     for (const [, a] of answers) for (const [stem, n] of Object.entries(a.keyword.df)) df[stem] = (df[stem] ?? 0) + n;

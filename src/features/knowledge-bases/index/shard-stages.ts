@@ -38,6 +38,8 @@ export type StageRequest =
       filter?: FilterNode;
       /** The unfiltered vector step at once (it needs no statistics then): the int8 pool of this size. */
       nearest?: { vector: Float32Array; pool: number };
+      /** Only the keyword statistics are read (RM3's stems): the backlog is not counted (answered as none). */
+      keywordOnly?: boolean;
     }
   | {
       kind: "keyword";
@@ -213,7 +215,7 @@ export class ShardStages {
       keyword: this.keywords.collectionStats([...all]),
       allowed: r.filter ? this.countAllowed(r.filter) : 0,
       vectors: this.vectors.size,
-      backlog: this.backlog(),
+      backlog: r.keywordOnly ? { documents: 0, chunks: 0 } : this.backlog(),
       version: this.keywords.version(),
       ...(r.nearest ? { nearest: this.vectors.scan(r.nearest.vector, r.nearest.pool, undefined) } : {}),
     };
