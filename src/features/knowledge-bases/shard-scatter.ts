@@ -4,6 +4,7 @@ import { causeChain, logEvent } from "../../lib/log";
 import type { KnowledgeBaseIndex } from "./index/knowledge-base-index";
 import { shardName, splitKey, type ShardInfo, type ShardMap } from "./index/shard-map";
 import type { StageKind, StageOf, StageResults } from "./index/shard-stages";
+import { fromWire, type WireResults } from "./index/stage-wire";
 import { pickCopy, replicaOf } from "./shard-replicas";
 
 /** How long a shard may take over one step of a query before the answer goes on without it. */
@@ -145,7 +146,7 @@ export class ShardScatter {
         deadline,
       ]);
       if (answer.stale) throw new StaleShardMap();
-      return answer.result;
+      return fromWire(request.kind, answer.result);
     } catch (error) {
       if (error instanceof StaleShardMap) throw error;
       const reason = missingReason(error);
@@ -177,7 +178,7 @@ export class ShardScatter {
   private async fromReplica<K extends StageKind>(
     shard: ShardInfo,
     request: StageOf<K>,
-  ): Promise<{ stale: true } | { stale: false; result: StageResults[K] } | undefined> {
+  ): Promise<{ stale: true } | { stale: false; result: WireResults[K] } | undefined> {
     const copy = pickCopy(this.env);
     if (copy === 0) return undefined;
     const replica = replicaOf(this.env, shardName(this.kbId, shard.index), copy);

@@ -19,7 +19,8 @@ import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "./knowledge-base-index.schema";
 import { applyMigrations, ownSchema } from "../../../durable-objects/sqlite-schema";
 import { SmallDocumentWriter, type ItemInput } from "./small-document-writer";
 import { STEP_CHUNKS } from "./index-limits";
-import { ShardStages, type StageKind, type StageOf, type StageResults } from "./shard-stages";
+import { ShardStages, type StageKind, type StageOf } from "./shard-stages";
+import { toWire, type WireResults } from "./stage-wire";
 import {
   ShardSplitter,
   type CopiedChunk,
@@ -424,9 +425,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   async stage<K extends StageKind>(
     range: { lo: number; hi: number },
     request: StageOf<K>,
-  ): Promise<{ stale: true } | { stale: false; result: StageResults[K] }> {
+  ): Promise<{ stale: true } | { stale: false; result: WireResults[K] }> {
     if (this.splitter.check(range) === "stale") return { stale: true };
-    return { stale: false, result: this.stages.run(request) };
+    return { stale: false, result: toWire(request.kind, this.stages.run(request)) };
   }
 
   async initShard(self: ShardSelf): Promise<void> {
@@ -509,12 +510,12 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     self: string,
     range: { lo: number; hi: number },
     request: StageOf<K>,
-  ): Promise<{ behind: true } | { stale: true } | { stale: false; result: StageResults[K] }> {
+  ): Promise<{ behind: true } | { stale: true } | { stale: false; result: WireResults[K] }> {
     const head = await rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, primary).replicaHead(primary, range);
     if (head.stale) return { stale: true };
     if (!this.replication.check(head, primary, self)) return { behind: true };
     const stages = new ShardStages(this.vectors, this.keywords, this.retriever, () => head.backlog);
-    return { stale: false, result: stages.run(request) };
+    return { stale: false, result: toWire(request.kind, stages.run(request)) };
   }
 
   /** Reads answered as a replica and refused as behind (tests and operators). */
