@@ -100,8 +100,8 @@ export function extrasCovered(hits: Scored<number>[], asked: StageExtras): numbe
 export type StageKind = StageRequest["kind"];
 export type StageOf<K extends StageKind> = Extract<StageRequest, { kind: K }>;
 
-/** Rows whose title stems a shard keeps between queries (a few MB at most). */
-const MAX_CACHED_TITLES = 20_000;
+/** Rows whose title stems a shard keeps between queries (~1 MB at most; a query asks ~50 over all shards). */
+const MAX_CACHED_TITLES = 5_000;
 
 export class ShardStages {
   private titleCache: { version: string; stems: Map<number, string[] | null> } = { version: "", stems: new Map() };
