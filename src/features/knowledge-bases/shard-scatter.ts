@@ -4,6 +4,7 @@ import { causeChain, logEvent } from "../../lib/log";
 import type { KnowledgeBaseIndex } from "./index/knowledge-base-index";
 import { shardName, splitKey, type ShardInfo, type ShardMap } from "./index/shard-map";
 import type { StageKind, StageOf, StageResults } from "./index/shard-stages";
+import { fromWire, type WireResults } from "./index/stage-wire";
 import { pickCopy, replicaOf } from "./shard-replicas";
 
 /** How long a shard may take over one step of a query before the answer goes on without it. */
@@ -93,15 +94,17 @@ export function mergeMissing(...lists: MissingShard[][]): MissingShard[] {
  */
 export class ShardScatter {
   readonly missing = new Map<number, MissingShard["reason"]>();
+  private readonly stubs = new Map<number, ReturnType<typeof rpcStub<KnowledgeBaseIndex>>>();
 
   constructor(
     private readonly env: Env,
-    private readonly kbId: string,
+    readonly kbId: string,
     readonly map: ShardMap,
     private readonly timeoutMs = SHARD_TIMEOUT_MS,
   ) {}
 
-  private live(): ShardInfo[] {
+  /** The shards not yet found failing in this query. */
+  live(): ShardInfo[] {
     return this.map.shards.filter((s) => !this.missing.has(s.index));
   }
 
@@ -136,14 +139,14 @@ export class ShardScatter {
     request: StageOf<K>,
     deadline: Promise<never>,
   ): Promise<StageResults[K] | undefined> {
-    const stub = rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, shardName(this.kbId, shard.index));
+    const stub = this.stubOf(shard.index);
     try {
       const answer = await Promise.race([
         this.fromReplica(shard, request).then((a) => a ?? stub.stage<K>({ lo: shard.lo, hi: shard.hi }, request)),
         deadline,
       ]);
       if (answer.stale) throw new StaleShardMap();
-      return answer.result;
+      return fromWire(request.kind, answer.result);
     } catch (error) {
       if (error instanceof StaleShardMap) throw error;
       const reason = missingReason(error);
@@ -158,11 +161,24 @@ export class ShardScatter {
     }
   }
 
+  /**
+   * A shard's stub, made once per query rather than once per step: a query makes ~6 steps on
+   * every shard, and the stub (its id hashed from the name) is the same for each of them.
+   */
+  private stubOf(index: number): ReturnType<typeof rpcStub<KnowledgeBaseIndex>> {
+    let stub = this.stubs.get(index);
+    if (!stub) {
+      stub = rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, shardName(this.kbId, index));
+      this.stubs.set(index, stub);
+    }
+    return stub;
+  }
+
   /** One step from one of the shard's replicas, or undefined: ask the primary (replica behind or failing). */
   private async fromReplica<K extends StageKind>(
     shard: ShardInfo,
     request: StageOf<K>,
-  ): Promise<{ stale: true } | { stale: false; result: StageResults[K] } | undefined> {
+  ): Promise<{ stale: true } | { stale: false; result: WireResults[K] } | undefined> {
     const copy = pickCopy(this.env);
     if (copy === 0) return undefined;
     const replica = replicaOf(this.env, shardName(this.kbId, shard.index), copy);
@@ -189,6 +205,17 @@ export class ShardScatter {
     request: StageOf<K> | ((shard: ShardInfo) => StageOf<K>),
   ): Promise<[ShardInfo, StageResults[K]][]> {
     return this.round(this.live(), (s) => (typeof request === "function" ? request(s) : request));
+  }
+
+  /** One step on some live shards (by index), each its own request. */
+  async some<K extends StageKind>(
+    indexes: Set<number>,
+    request: (shard: ShardInfo) => StageOf<K>,
+  ): Promise<[ShardInfo, StageResults[K]][]> {
+    return this.round(
+      this.live().filter((s) => indexes.has(s.index)),
+      request,
+    );
   }
 
   /** One step on the shards holding some rows (merged-ranking keys), each asked about its own rowids. */

@@ -21,7 +21,7 @@ import {
 } from "./index/retrieval";
 import type { ShardScatter } from "./shard-scatter";
 import { SentAhead } from "./sharded-ahead";
-import { byScore, statsFor, sumStats, type GlobalStats } from "./sharded-stats";
+import { byScore, knownDfOf, rememberDf, statsFor, sumStats, type GlobalStats } from "./sharded-stats";
 import type { StageExtras } from "./index/shard-stages";
 
 /**
@@ -50,10 +50,45 @@ export class ShardedRetrieval {
     frequencies: boolean,
     stems: string[],
     filter: RetrieveRequest["filter"],
-    nearest?: { vector: number[]; pool: number },
+    nearest?: { vector: Float32Array; pool: number },
   ) {
     const answers = await this.scatter.all<"stats">({ kind: "stats", words, frequencies, stems, filter, nearest });
+    rememberDf(this.scatter.kbId, answers);
     return sumStats(answers);
+  }
+
+  /**
+   * The whole base's document frequency of some stems (RM3's candidates): each live shard's as an
+   * earlier answer gave it at the version that shard answered this query's statistics with
+   * (sharded-stats.ts), the rest asked of only the shards lacking some, in one step. Exact: a
+   * shard's version changes with every write, so a kept count is one the shard would answer now.
+   */
+  private async frequencies(stems: string[], versions: Map<number, string>): Promise<Record<string, number>> {
+    const kb = this.scatter.kbId;
+    const df: Record<string, number> = {};
+    const unknown = new Map<number, string[]>();
+    for (const shard of this.scatter.live()) {
+      const version = versions.get(shard.index);
+      const ask: string[] = [];
+      for (const stem of stems) {
+        const n = version === undefined ? undefined : knownDfOf(kb, shard.index, version, stem);
+        if (n === undefined) ask.push(stem);
+        else df[stem] = (df[stem] ?? 0) + n;
+      }
+      if (ask.length) unknown.set(shard.index, ask);
+    }
+    if (unknown.size === 0) return df;
+    // Only the document frequencies are read from this answer, so no filter is counted for it.
+    const answers = await this.scatter.some<"stats">(new Set(unknown.keys()), (shard) => ({
+      kind: "stats",
+      words: [],
+      frequencies: false,
+      stems: unknown.get(shard.index) ?? [],
+      keywordOnly: true,
+    }));
+    rememberDf(kb, answers);
+    for (const [, a] of answers) for (const [stem, n] of Object.entries(a.keyword.df)) df[stem] = (df[stem] ?? 0) + n;
+    return df;
   }
 
   /** The `depth` best chunks by BM25 with the whole base's statistics. */
@@ -122,11 +157,8 @@ export class ShardedRetrieval {
       asked.push(stem);
       return 1;
     });
-    // Only the document frequencies are read from this answer, so no filter is counted for it.
-    const more = asked.length
-      ? (await this.stats([], false, asked, undefined)).keyword
-      : { chunks: 0, total: 0, df: {} };
-    const stats: KeywordStats = { ...global.keyword, df: { ...global.keyword.df, ...more.df } };
+    const more = asked.length ? await this.frequencies(asked, global.versions) : {};
+    const stats: KeywordStats = { ...global.keyword, df: { ...global.keyword.df, ...more } };
     const expanded = expandWithFeedback(query, docs, (stem) =>
       Math.log(1 + stats.chunks / (1 + (stats.df[stem] ?? 0))),
     );
@@ -145,7 +177,7 @@ export class ShardedRetrieval {
       (
         await this.scatter.all<"vector">({
           kind: "vector",
-          vector,
+          vector: Float32Array.from(vector),
           pool: sparse ? undefined : pool,
           filter: request.filter,
         })
@@ -188,7 +220,7 @@ export class ShardedRetrieval {
       for (const v of list) values.set(globalKey(s.index, v.rowid), v.values);
     const feedbackVectors = top.map((t) => values.get(t.id)).filter((v): v is number[] => v !== undefined);
     if (feedbackVectors.length === 0) return vector;
-    const moved = rocchio(query, feedbackVectors);
+    const moved = Float32Array.from(rocchio(query, feedbackVectors));
     const candidates = [...new Set([...vector, ...keyword].map((c) => c.id))];
     // The last step of the query: it brings the rows of each shard's best and of the keyword
     // half's head, which the answer most likely shows.
@@ -215,13 +247,12 @@ export class ShardedRetrieval {
     // Unfiltered, the vector step needs no statistics (no filter to count), so it comes with them.
     const nearest =
       request.mode !== "keyword" && query.vector && request.filter === undefined
-        ? { vector: query.vector, pool: request.depth * 2 + 64 }
+        ? { vector: Float32Array.from(query.vector), pool: request.depth * 2 + 64 }
         : undefined;
     const global = await this.stats(words, words.length > MAX_SCORED_TERMS, [], request.filter, nearest);
     let vector: Scored<number>[] = [];
     if (request.mode !== "keyword" && query.vector) vector = await this.vectorTop(query.vector, request, global);
     else if (request.mode !== "keyword" && query.vectorHits) vector = await this.vectorHits(query.vectorHits, request);
-    // Feedback chunks from BM25's own first pass, as ChunkRetriever.retrieve takes them.
     // Feedback chunks from BM25's own first pass, as ChunkRetriever.retrieve takes them.
     const keyword =
       request.mode !== "vector"

@@ -55,6 +55,9 @@ export class KeywordScorer {
   private scoreBuffer = new Float64Array(0);
   private touchedBuffer = new Int32Array(0);
   private stemCache = new Map<string, string[]>();
+  /** This instance, and the times what it holds was dropped (every write drops it): see version(). */
+  private readonly epoch = crypto.randomUUID();
+  private dropped = 0;
 
   /** Its tables (`length_blocks`, `postings_cache`, and `meta` for bookkeeping) are created by the Durable Object. */
   constructor(private readonly storage: DurableObjectStorage) {
@@ -72,6 +75,7 @@ export class KeywordScorer {
 
   /** Drops what is in memory, as an eviction would (stems stay: stemming never changes). */
   forget(): void {
+    this.dropped += 1;
     this.termFrequency.clear();
     this.lengths.forget();
     this.postings.clear();
@@ -196,6 +200,16 @@ export class KeywordScorer {
     const { count } = this.lengths.get();
     const df = this.postingsOf(stem).rows.length;
     return bm25Idf(count, df);
+  }
+
+  /**
+   * Names the statistics collectionStats answers now: it changes with every write (invalidate),
+   * every drop of what is in memory and every new instance, so a caller may keep a stem's
+   * document frequency under it (a sharded query's coordinator does, sharded-stats.ts) and be
+   * sure it is still this index's while the version is the same.
+   */
+  version(): string {
+    return `${this.epoch}:${this.dropped}`;
   }
 
   /** What BM25 needs about the whole index for some stems: chunks, their total length, each stem's df. */

@@ -20,7 +20,8 @@ import { applyMigrations, ownSchema } from "../../../durable-objects/sqlite-sche
 import { SmallDocumentWriter, type DocumentAnswer, type ItemInput } from "./small-document-writer";
 import { ContentHashes } from "./content-hashes";
 import { STEP_CHUNKS } from "./index-limits";
-import { ShardStages, type StageKind, type StageOf, type StageResults } from "./shard-stages";
+import { ShardStages, type StageKind, type StageOf } from "./shard-stages";
+import { toWire, type WireResults } from "./stage-wire";
 import {
   ShardSplitter,
   type CopiedChunk,
@@ -453,9 +454,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   async stage<K extends StageKind>(
     range: { lo: number; hi: number },
     request: StageOf<K>,
-  ): Promise<{ stale: true } | { stale: false; result: StageResults[K] }> {
+  ): Promise<{ stale: true } | { stale: false; result: WireResults[K] }> {
     if (this.splitter.check(range) === "stale") return { stale: true };
-    return { stale: false, result: this.stages.run(request) };
+    return { stale: false, result: toWire(request.kind, this.stages.run(request)) };
   }
 
   async initShard(self: ShardSelf): Promise<void> {
@@ -539,12 +540,12 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     self: string,
     range: { lo: number; hi: number },
     request: StageOf<K>,
-  ): Promise<{ behind: true } | { stale: true } | { stale: false; result: StageResults[K] }> {
+  ): Promise<{ behind: true } | { stale: true } | { stale: false; result: WireResults[K] }> {
     const head = await rpcStub<KnowledgeBaseIndex>(this.env.KB_INDEX, primary).replicaHead(primary, range);
     if (head.stale) return { stale: true };
     if (!this.replication.check(head, primary, self)) return { behind: true };
     const stages = new ShardStages(this.vectors, this.keywords, this.retriever, () => head.backlog);
-    return { stale: false, result: stages.run(request) };
+    return { stale: false, result: toWire(request.kind, stages.run(request)) };
   }
 
   /** Reads answered as a replica and refused as behind (tests and operators). */

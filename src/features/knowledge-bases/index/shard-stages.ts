@@ -18,7 +18,10 @@ import type { RankedChunk, StoredChunk } from "./retrieval";
  * Every step is a round trip to every shard, so a step also carries what the next one is likely
  * to need: the unfiltered vector pool with the statistics, and (`extras`) chunk rows with the
  * last candidates. The Worker checks that what it then needs was sent and asks only for what is
- * missing, so answers stay exact; the extras only save a round trip.
+ * missing, so answers stay exact; the extras only save a round trip. Query vectors travel as
+ * Float32Array: the vector store rounds a query to float32 before scoring anyway (so the scores
+ * are the same), and a typed array copies in one piece where an array of numbers is cloned
+ * element by element, to every shard.
  */
 export interface StageExtras {
   /** Chunk rows of this shard's `rowsTop` best candidates and of `rowids`. */
@@ -34,7 +37,9 @@ export type StageRequest =
       stems: string[];
       filter?: FilterNode;
       /** The unfiltered vector step at once (it needs no statistics then): the int8 pool of this size. */
-      nearest?: { vector: number[]; pool: number };
+      nearest?: { vector: Float32Array; pool: number };
+      /** Only the keyword statistics are read (RM3's stems): the backlog is not counted (answered as none). */
+      keywordOnly?: boolean;
     }
   | {
       kind: "keyword";
@@ -44,12 +49,12 @@ export type StageRequest =
       filter?: FilterNode;
       extras?: StageExtras;
     }
-  | { kind: "vector"; vector: number[]; pool?: number; filter?: FilterNode }
+  | { kind: "vector"; vector: Float32Array; pool?: number; filter?: FilterNode }
   | { kind: "vectorHits"; hits: Scored[]; filter?: FilterNode }
   | { kind: "feedback"; rowids: number[] }
   | { kind: "titles"; rowids: number[] }
   | { kind: "vectorsOf"; rowids: number[] }
-  | { kind: "nearestAmong"; vector: number[]; depth: number; rowids: number[]; extras?: StageExtras }
+  | { kind: "nearestAmong"; vector: Float32Array; depth: number; rowids: number[]; extras?: StageExtras }
   | { kind: "rows"; rowids: number[] }
   | { kind: "pageTexts"; ranked: RankedChunk[] };
 
@@ -68,6 +73,8 @@ export interface StatsResult {
   allowed: number;
   vectors: number;
   backlog: { documents: number; chunks: number };
+  /** Names this shard's keyword statistics as they stand (KeywordScorer.version): a write changes it. */
+  version: string;
   /** The vector step's answer when asked with the statistics. */
   nearest?: StageResults["vector"];
 }
@@ -93,7 +100,12 @@ export function extrasCovered(hits: Scored<number>[], asked: StageExtras): numbe
 export type StageKind = StageRequest["kind"];
 export type StageOf<K extends StageKind> = Extract<StageRequest, { kind: K }>;
 
+/** Rows whose title stems a shard keeps between queries (~1 MB at most; a query asks ~50 over all shards). */
+const MAX_CACHED_TITLES = 5_000;
+
 export class ShardStages {
+  private titleCache: { version: string; stems: Map<number, string[] | null> } = { version: "", stems: new Map() };
+
   constructor(
     private readonly vectors: VectorStore,
     private readonly keywords: KeywordScorer,
@@ -153,10 +165,25 @@ export class ShardStages {
     }));
   }
 
+  /**
+   * Title stems of some rows: read and stemmed once per row while the shard's statistics version
+   * stands (every write changes it, so a kept title is the row's as it is now), since the title
+   * step asks every shard about the merged head's rows on every query, mostly the same rows.
+   */
   private titles(rowids: number[]): StageResults["titles"] {
-    return this.retriever.rowsByRowid(rowids, "text, position").flatMap((row) => {
+    const version = this.keywords.version();
+    if (this.titleCache.version !== version) this.titleCache = { version, stems: new Map() };
+    const cache = this.titleCache.stems;
+    const unknown = rowids.filter((r) => !cache.has(r));
+    for (const r of unknown) cache.set(r, null);
+    for (const row of this.retriever.rowsByRowid(unknown, "text, position")) {
       const title = leadingTitle(row.text ?? "", row.position);
-      return title ? [{ rowid: row.rowid, stems: [...this.keywords.weightedStems(feedbackWords(title)).keys()] }] : [];
+      if (title) cache.set(row.rowid, [...this.keywords.weightedStems(feedbackWords(title)).keys()]);
+    }
+    if (cache.size > MAX_CACHED_TITLES) this.titleCache = { version, stems: new Map() };
+    return rowids.flatMap((rowid) => {
+      const stems = cache.get(rowid);
+      return stems ? [{ rowid, stems }] : [];
     });
   }
 
@@ -188,7 +215,8 @@ export class ShardStages {
       keyword: this.keywords.collectionStats([...all]),
       allowed: r.filter ? this.countAllowed(r.filter) : 0,
       vectors: this.vectors.size,
-      backlog: this.backlog(),
+      backlog: r.keywordOnly ? { documents: 0, chunks: 0 } : this.backlog(),
+      version: this.keywords.version(),
       ...(r.nearest ? { nearest: this.vectors.scan(r.nearest.vector, r.nearest.pool, undefined) } : {}),
     };
   }
