@@ -160,8 +160,19 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     const rowids: number[] = [];
     const lengths: { rowid: number; tokens: number | null }[] = [];
     const vectors: { rowid: number; values: ArrayLike<number> }[] = [];
+    // Which ids are held already, in one statement for the whole call rather than one per item.
+    const held = new Map(
+      this.sql
+        .exec<{ id: string; rowid: number }>(
+          "SELECT id, rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
+          JSON.stringify(items.map((i) => i.id)),
+        )
+        .toArray()
+        .map((r) => [r.id, r.rowid]),
+    );
     for (const item of items) {
-      const existing = this.sql.exec<{ rowid: number }>("SELECT rowid FROM items WHERE id = ?", item.id).toArray()[0];
+      const existingRowid = held.get(item.id);
+      const existing = existingRowid === undefined ? undefined : { rowid: existingRowid };
       const tokens = item.text ? wordCount(item.text) : null;
       let rowid: number;
       if (existing) {
@@ -188,6 +199,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
             tokens,
           )
           .one().rowid;
+        held.set(item.id, rowid);
       }
       if (item.text) this.sql.exec("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", rowid, item.text);
       lengths.push({ rowid, tokens });
