@@ -170,6 +170,9 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
         .toArray()
         .map((r) => [r.id, r.rowid]),
     );
+    // Keyword rows go in with one statement after the loop; by rowid, so an id repeated in the call
+    // leaves one row with its last text.
+    const keywordRows = new Map<number, string>();
     for (const item of items) {
       const existingRowid = held.get(item.id);
       const existing = existingRowid === undefined ? undefined : { rowid: existingRowid };
@@ -201,11 +204,17 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
           .one().rowid;
         held.set(item.id, rowid);
       }
-      if (item.text) this.sql.exec("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", rowid, item.text);
+      if (item.text) keywordRows.set(rowid, item.text);
+      else keywordRows.delete(rowid);
       lengths.push({ rowid, tokens });
       if (item.values) vectors.push({ rowid, values: item.values });
       rowids.push(rowid);
     }
+    if (keywordRows.size > 0)
+      this.sql.exec(
+        "INSERT INTO items_fts (rowid, text) SELECT value ->> 0, value ->> 1 FROM json_each(?)",
+        JSON.stringify([...keywordRows]),
+      );
     this.keywords.recordLengths(lengths);
     this.vectors.write(vectors);
     return rowids;
