@@ -94,4 +94,55 @@ describe("knowledge bases: concurrent small-document batches", () => {
     expect(again.body.document_ids).toEqual(first.body.document_ids);
     expect(await kbStub(kb).stats()).toMatchObject({ chunks: 3, vectors: 3, pending: 0 });
   });
+
+  it("writes a call's item rows in bulk: a repeated id keeps its last text, a held id is rewritten, keyword rows follow", async () => {
+    type Item = {
+      id: string;
+      documentId: string | null;
+      position: number;
+      text: string | null;
+      metadata: Record<string, string>;
+    };
+    type Internals = { upsertItems(items: Item[]): number[] };
+    const stub = kbStub(`item-rows-${crypto.randomUUID()}`);
+    const item = (id: string, text: string | null): Item => ({ id, documentId: "d", position: 0, text, metadata: {} });
+    const result = await runInDurableObject(stub, (instance, state) => {
+      const index = instance as unknown as Internals;
+      const sql = state.storage.sql;
+      const first = state.storage.transactionSync(() =>
+        index.upsertItems([item("a", "albatross"), item("b", "barnacle"), item("a", "anchovy")]),
+      );
+      const second = state.storage.transactionSync(() =>
+        index.upsertItems([item("b", "bream"), item("c", "cormorant"), item("a", null)]),
+      );
+      const match = (word: string) =>
+        sql
+          .exec<{ id: string }>(
+            "SELECT items.id FROM items_fts JOIN items ON items.rowid = items_fts.rowid WHERE items_fts MATCH ? ORDER BY items.id",
+            word,
+          )
+          .toArray()
+          .map((r) => r.id);
+      return {
+        first,
+        second,
+        rows: sql
+          .exec<{ id: string; text: string | null; tokens: number | null }>(
+            "SELECT id, text, tokens FROM items ORDER BY id",
+          )
+          .toArray(),
+        keywordRows: sql.exec<{ n: number }>("SELECT count(*) AS n FROM items_fts").one().n,
+        words: ["albatross", "anchovy", "barnacle", "bream", "cormorant"].map((w) => match(w)),
+      };
+    });
+    expect(result.first[2]).toBe(result.first[0]);
+    expect(result.second).toEqual([result.first[1], expect.any(Number), result.first[0]]);
+    expect(result.rows).toEqual([
+      { id: "a", text: null, tokens: null },
+      { id: "b", text: "bream", tokens: 1 },
+      { id: "c", text: "cormorant", tokens: 1 },
+    ]);
+    expect(result.keywordRows).toBe(2);
+    expect(result.words).toEqual([[], [], [], ["b"], ["c"]]);
+  });
 });

@@ -8,7 +8,8 @@ import { resolveEmbedder } from "../embedders";
 import { markDocumentIndexed, type StatementSpec } from "../documents.repository";
 import type { KbDocumentRow } from "../../../db/schema/knowledge-bases";
 import { VectorStore } from "./vector-store";
-import { KeywordScorer, wordCount } from "./keyword-scorer";
+import { KeywordScorer } from "./keyword-scorer";
+import { writeItemRows } from "./item-rows";
 import { ChunkRetriever, type KeywordHit } from "./chunk-retriever";
 import type { RetrieveRequest, RetrieveResult, StoredChunk } from "./retrieval";
 import { WebSources, type StoredPage } from "../web-sources";
@@ -157,64 +158,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.keywords.invalidate();
     this.splitter.touched([...new Set(items.flatMap((i) => (i.documentId === null ? [] : [i.documentId])))]);
     this.replication.log.touched(items.map((i) => i.documentId));
-    const rowids: number[] = [];
-    const lengths: { rowid: number; tokens: number | null }[] = [];
-    const vectors: { rowid: number; values: ArrayLike<number> }[] = [];
-    // Which ids are held already, in one statement for the whole call rather than one per item.
-    const held = new Map(
-      this.sql
-        .exec<{ id: string; rowid: number }>(
-          "SELECT id, rowid FROM items WHERE id IN (SELECT value FROM json_each(?))",
-          JSON.stringify(items.map((i) => i.id)),
-        )
-        .toArray()
-        .map((r) => [r.id, r.rowid]),
-    );
-    // Keyword rows go in with one statement after the loop; by rowid, so an id repeated in the call
-    // leaves one row with its last text.
-    const keywordRows = new Map<number, string>();
-    for (const item of items) {
-      const existingRowid = held.get(item.id);
-      const existing = existingRowid === undefined ? undefined : { rowid: existingRowid };
-      const tokens = item.text ? wordCount(item.text) : null;
-      let rowid: number;
-      if (existing) {
-        rowid = existing.rowid;
-        this.sql.exec(
-          "UPDATE items SET document_id = ?, position = ?, text = ?, metadata = ?, tokens = ? WHERE rowid = ?",
-          item.documentId,
-          item.position,
-          item.text,
-          JSON.stringify(item.metadata),
-          tokens,
-          rowid,
-        );
-        this.sql.exec("DELETE FROM items_fts WHERE rowid = ?", rowid);
-      } else {
-        rowid = this.sql
-          .exec<{ rowid: number }>(
-            "INSERT INTO items (id, document_id, position, text, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?) RETURNING rowid",
-            item.id,
-            item.documentId,
-            item.position,
-            item.text,
-            JSON.stringify(item.metadata),
-            tokens,
-          )
-          .one().rowid;
-        held.set(item.id, rowid);
-      }
-      if (item.text) keywordRows.set(rowid, item.text);
-      else keywordRows.delete(rowid);
-      lengths.push({ rowid, tokens });
-      if (item.values) vectors.push({ rowid, values: item.values });
-      rowids.push(rowid);
-    }
-    if (keywordRows.size > 0)
-      this.sql.exec(
-        "INSERT INTO items_fts (rowid, text) SELECT value ->> 0, value ->> 1 FROM json_each(?)",
-        JSON.stringify([...keywordRows]),
-      );
+    const { rowids, lengths, vectors } = writeItemRows(this.sql, items);
     this.keywords.recordLengths(lengths);
     this.vectors.write(vectors);
     return rowids;
