@@ -10,6 +10,8 @@
 // batches, p50 <= 10 ms in sequence.
 // Options: --documents=450  --in-flight=8  --batch=50  --forms=sequence,in-flight,batches,batches-in-flight
 // (--forms runs only the named rows, e.g. to alternate one row between two servers)
+// --server-pid=PID (the server's workerd process, Linux): adds the server's CPU (user + system, from
+// /proc) per document over each row's timed requests, steadier than wall time on a shared machine.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
@@ -32,7 +34,19 @@ function cranfieldAbstracts(count) {
     .slice(0, count);
 }
 
+/** CPU seconds (user + system) a process has used, from /proc (Linux); null elsewhere. */
+function cpuSeconds(pid) {
+  if (!pid) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
 export async function run({ base, args }) {
+  const serverPid = args.get("server-pid");
   const count = Number(args.get("documents") ?? 450);
   const inFlight = Number(args.get("in-flight") ?? 8);
   const batchSize = Number(args.get("batch") ?? 50);
@@ -81,6 +95,7 @@ export async function run({ base, args }) {
     const times = [];
     let next = 0;
     const t0 = performance.now();
+    const cpu0 = cpuSeconds(serverPid);
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         while (next < bodies.length) {
@@ -92,6 +107,8 @@ export async function run({ base, args }) {
       }),
     );
     const seconds = (performance.now() - t0) / 1000;
+    const cpu1 = cpuSeconds(serverPid);
+    const cpu = cpu0 === null || cpu1 === null ? null : cpu1 - cpu0;
     const { documents } = await api(`/v1/knowledge-base/${kb}/documents`, { token: key });
     const notReady = documents.filter((d) => d.status !== "ready");
     if (documents.length !== docs.length + 1 || notReady.length)
@@ -99,7 +116,7 @@ export async function run({ base, args }) {
         `expected ${docs.length + 1} ready documents, got ${documents.length} (${notReady.length} not ready)`,
       );
     await api(`/v1/knowledge-base/${kb}`, { method: "DELETE", token: key });
-    return { seconds, times: times.sort((a, b) => a - b) };
+    return { seconds, cpu, times: times.sort((a, b) => a - b) };
   }
 
   const single = docs.map((text, i) => ({ file_data: file(text, i) }));
@@ -108,19 +125,21 @@ export async function run({ base, args }) {
     batches.push({ file_data: docs.slice(i, i + batchSize).map((text, j) => file(text, i + j)) });
 
   const rows = [];
-  const report = (label, { seconds, times }, perRequest) => {
+  const report = (label, { seconds, cpu, times }, perRequest) => {
     const row = { label, perSecond: docs.length / seconds, p50: percentile(times, 50), p99: percentile(times, 99) };
     rows.push(row);
     console.log(
-      `| ${label} | ${docs.length} | ${seconds.toFixed(2)} | ${row.perSecond.toFixed(0)} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${perRequest} |`,
+      `| ${label} | ${docs.length} | ${seconds.toFixed(2)} | ${row.perSecond.toFixed(0)} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${perRequest} |${serverPid ? ` ${cpu === null ? "n/a" : ((cpu * 1000) / docs.length).toFixed(3)} |` : ""}`,
     );
     return row;
   };
   console.log(
     `${docs.length} Cranfield abstracts (mean ${Math.round(docs.reduce((n, d) => n + d.length, 0) / docs.length)} bytes), a fresh knowledge base per row`,
   );
-  console.log("| form | documents | seconds | documents/s | request p50 ms | request p99 ms | documents per request |");
-  console.log("|---|---|---|---|---|---|---|");
+  console.log(
+    `| form | documents | seconds | documents/s | request p50 ms | request p99 ms | documents per request |${serverPid ? " server CPU ms per document |" : ""}`,
+  );
+  console.log(`|---|---|---|---|---|---|---|${serverPid ? "---|" : ""}`);
   const none = { perSecond: 0, p50: Number.NaN };
   const sequence = forms.has("sequence")
     ? report("one per request, in sequence", await drive(await freshKnowledgeBase(), single, 1), 1)

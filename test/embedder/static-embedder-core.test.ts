@@ -48,3 +48,31 @@ describe("segmentation", () => {
     expect(pieces("wing \u{1F680}")).toContain("\u2581wing");
   });
 });
+
+describe("pooling", () => {
+  it("pools each distinct piece once with its summed weight: the same vector as adding every occurrence", () => {
+    // The per-occurrence sum the embedder computed before issue 14's fifth round, as the reference.
+    const weights = (model as unknown as { weights: Float32Array }).weights;
+    const reference = (text: string): Float32Array => {
+      const sum = new Float32Array(table.dimensions);
+      for (const id of model.tokenize(text)) {
+        const weight = weights[id] * table.scales[id];
+        for (let d = 0; d < table.dimensions; d++) sum[d] += weight * table.vectors[id * table.dimensions + d];
+      }
+      const norm = Math.sqrt(sum.reduce((n, x) => n + x * x, 0));
+      return norm === 0 ? sum : sum.map((x) => x / norm);
+    };
+    for (const text of [
+      "The the THE of of lift lift drag: the boundary layer of the wing, the wing's boundary layer.",
+      "Supersonic flow past a cone at an angle of attack, flow past a cone.",
+      "",
+      "\u0000",
+    ]) {
+      const got = model.embed(text);
+      const want = reference(text);
+      expect(got).toHaveLength(table.dimensions);
+      for (let d = 0; d < table.dimensions; d++)
+        expect(Math.abs(got[d] - want[d]), `${text} [${d}]`).toBeLessThan(1e-6);
+    }
+  });
+});

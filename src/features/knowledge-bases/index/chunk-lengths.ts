@@ -6,10 +6,26 @@ const LENGTH_BLOCK = 4096;
 
 /** Words as FTS5's unicode61 tokenizer counts them: the document length BM25 normalises by. */
 export function wordCount(text: string): number {
+  // A scan of the characters instead of a match object per word (this runs for every chunk
+  // written); ASCII is decided by range, anything else by the same Unicode classes.
   let n = 0;
-  for (const _ of text.matchAll(/[\p{L}\p{N}]+/gu)) n++;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    let word: boolean;
+    if (c < 128) word = (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57);
+    else {
+      const point = text.codePointAt(i) ?? c;
+      if (point > 0xffff) i++;
+      word = LETTER_OR_DIGIT.test(String.fromCodePoint(point));
+    }
+    if (word && !inWord) n++;
+    inWord = word;
+  }
   return n;
 }
+
+const LETTER_OR_DIGIT = /^[\p{L}\p{N}]$/u;
 
 export interface ChunkLengths {
   byRowid: Uint16Array;

@@ -8,7 +8,8 @@ import { resolveEmbedder } from "../embedders";
 import { markDocumentIndexed, type StatementSpec } from "../documents.repository";
 import type { KbDocumentRow } from "../../../db/schema/knowledge-bases";
 import { VectorStore } from "./vector-store";
-import { KeywordScorer, wordCount } from "./keyword-scorer";
+import { KeywordScorer } from "./keyword-scorer";
+import { writeItemRows } from "./item-rows";
 import { ChunkRetriever, type KeywordHit } from "./chunk-retriever";
 import type { RetrieveRequest, RetrieveResult, StoredChunk } from "./retrieval";
 import { WebSources, type StoredPage } from "../web-sources";
@@ -157,43 +158,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     this.keywords.invalidate();
     this.splitter.touched([...new Set(items.flatMap((i) => (i.documentId === null ? [] : [i.documentId])))]);
     this.replication.log.touched(items.map((i) => i.documentId));
-    const rowids: number[] = [];
-    const lengths: { rowid: number; tokens: number | null }[] = [];
-    const vectors: { rowid: number; values: ArrayLike<number> }[] = [];
-    for (const item of items) {
-      const existing = this.sql.exec<{ rowid: number }>("SELECT rowid FROM items WHERE id = ?", item.id).toArray()[0];
-      const tokens = item.text ? wordCount(item.text) : null;
-      let rowid: number;
-      if (existing) {
-        rowid = existing.rowid;
-        this.sql.exec(
-          "UPDATE items SET document_id = ?, position = ?, text = ?, metadata = ?, tokens = ? WHERE rowid = ?",
-          item.documentId,
-          item.position,
-          item.text,
-          JSON.stringify(item.metadata),
-          tokens,
-          rowid,
-        );
-        this.sql.exec("DELETE FROM items_fts WHERE rowid = ?", rowid);
-      } else {
-        rowid = this.sql
-          .exec<{ rowid: number }>(
-            "INSERT INTO items (id, document_id, position, text, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?) RETURNING rowid",
-            item.id,
-            item.documentId,
-            item.position,
-            item.text,
-            JSON.stringify(item.metadata),
-            tokens,
-          )
-          .one().rowid;
-      }
-      if (item.text) this.sql.exec("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", rowid, item.text);
-      lengths.push({ rowid, tokens });
-      if (item.values) vectors.push({ rowid, values: item.values });
-      rowids.push(rowid);
-    }
+    const { rowids, lengths, vectors } = writeItemRows(this.sql, items);
     this.keywords.recordLengths(lengths);
     this.vectors.write(vectors);
     return rowids;

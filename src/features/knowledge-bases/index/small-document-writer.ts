@@ -260,20 +260,20 @@ export class SmallDocumentWriter {
 
   /** Inside the batch's transaction: each document's D1 row with how it ended, and its request's audit entry, wait for D1. */
   private record(entries: BatchEntry[], results: IngestResult[]): void {
-    entries.forEach(({ job, audit }, i) => {
+    // One statement per table for the whole batch (json_each), not one per document: the batch's
+    // transaction stays a handful of statements however many documents it holds.
+    this.host.sql.exec(
+      "INSERT OR REPLACE INTO finished (document_id, outcome, row) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)",
+      JSON.stringify(
+        entries.map(({ job }, i) => [job.documentId, JSON.stringify(results[i]), JSON.stringify(job.row)]),
+      ),
+    );
+    const audits = entries.flatMap(({ job, audit }) => (audit ? [[job.documentId, JSON.stringify(audit)]] : []));
+    if (audits.length > 0)
       this.host.sql.exec(
-        "INSERT OR REPLACE INTO finished (document_id, outcome, row) VALUES (?, ?, ?)",
-        job.documentId,
-        JSON.stringify(results[i]),
-        JSON.stringify(job.row),
+        "INSERT OR REPLACE INTO pending_audits (document_id, audit) SELECT value ->> 0, value ->> 1 FROM json_each(?)",
+        JSON.stringify(audits),
       );
-      if (audit)
-        this.host.sql.exec(
-          "INSERT OR REPLACE INTO pending_audits (document_id, audit) VALUES (?, ?)",
-          job.documentId,
-          JSON.stringify(audit),
-        );
-    });
   }
 
   /**
@@ -304,10 +304,13 @@ export class SmallDocumentWriter {
 
   /** Inside a transaction: drops the `finished` rows (and audit entries) D1 has; the caller forgets them once committed. */
   private dropReported(): void {
-    for (const [documentId, outcome] of this.reported) {
-      this.host.sql.exec("DELETE FROM finished WHERE document_id = ? AND outcome = ?", documentId, outcome);
-      this.host.sql.exec("DELETE FROM pending_audits WHERE document_id = ?", documentId);
-    }
+    if (this.reported.size === 0) return;
+    const pairs = JSON.stringify([...this.reported]);
+    this.host.sql.exec(
+      "DELETE FROM finished WHERE (document_id, outcome) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))",
+      pairs,
+    );
+    this.host.sql.exec("DELETE FROM pending_audits WHERE document_id IN (SELECT value ->> 0 FROM json_each(?))", pairs);
   }
 
   private tidy(): void {
