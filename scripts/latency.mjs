@@ -1,5 +1,6 @@
-// Shared by the bench sections (scripts/bench/*.mjs): one percentile rule and one timing loop,
+// Shared by the bench sections (scripts/bench/*.mjs): one percentile rule, one timing loop and the server CPU reading,
 // so every section's p50/p99 means the same thing.
+import { readFileSync } from "node:fs";
 
 /** The nearest-rank percentile of ascending samples: the smallest value with at least p% of samples at or below it. */
 export function percentile(sorted, p) {
@@ -17,4 +18,15 @@ export async function measureLatency(fn, { warmup, runs }) {
   }
   samples.sort((a, b) => a - b);
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+/** CPU seconds (user + system) a process (a bench's server, `--server-pid`) has used, from /proc (Linux); null elsewhere. */
+export function cpuSeconds(pid) {
+  if (!pid) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
 }

@@ -13,26 +13,14 @@
 //          write, such as the index reading its posting lists ahead, is done)  --server-pid=  --keep
 //          --kb=ID --key=KEY (time queries on a knowledge base kept by an earlier --keep run, without
 //          indexing: the same base measured against two builds, or before and after a change)
-import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { percentile } from "../latency.mjs";
+import { cpuSeconds, percentile } from "../latency.mjs";
 import { apiClient, syntheticCranfield } from "../bench-corpus.mjs";
 
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
     .join(" ");
-
-/** CPU seconds (user + system) a process has used, from /proc (Linux); null elsewhere. */
-function cpuSeconds(pid) {
-  if (!pid) return null;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return null;
-  }
-}
 
 export async function run({ base, args }) {
   const target = Number(args.get("chunks") ?? 100_000);

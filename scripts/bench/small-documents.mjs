@@ -15,7 +15,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
-import { percentile } from "../latency.mjs";
+import { cpuSeconds, percentile } from "../latency.mjs";
 import { apiClient } from "../bench-corpus.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -32,17 +32,6 @@ function cranfieldAbstracts(count) {
     })
     .filter((t) => t.trim().length > 10)
     .slice(0, count);
-}
-
-/** CPU seconds (user + system) a process has used, from /proc (Linux); null elsewhere. */
-function cpuSeconds(pid) {
-  if (!pid) return null;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return null;
-  }
 }
 
 export async function run({ base, args }) {

@@ -21,16 +21,22 @@ async function heldBy(kb: string, shards: number[], documentId: string): Promise
   return out;
 }
 
+/** A knowledge base of 24 one-chunk files, enough to split into shards of 12. */
+async function baseWithFillers(): Promise<{ key: string; kb: string }> {
+  const org = await seedOrg();
+  const key = org.owner.apiKey;
+  const kb = await createKb(key);
+  await indexBatches(
+    key,
+    kb,
+    Array.from({ length: 24 }, (_, i) => ({ name: `filler-${i}.txt`, text: `Filler ${i}\n\nPlain words ${i}.` })),
+  );
+  return { key, kb };
+}
+
 describe("web sources on a sharded knowledge base", () => {
   it("places each page's document by its id like a file's, and a re-scrape leaves no old copy on any shard", async () => {
-    const org = await seedOrg();
-    const key = org.owner.apiKey;
-    const kb = await createKb(key);
-    await indexBatches(
-      key,
-      kb,
-      Array.from({ length: 24 }, (_, i) => ({ name: `filler-${i}.txt`, text: `Filler ${i}\n\nPlain words ${i}.` })),
-    );
+    const { key, kb } = await baseWithFillers();
     const url = `https://${freshSite()}/news`;
     await publish(url, html("News", "<p>The harbour opens on day zero.</p>"));
     const res = await indexUrl(key, kb, sdkUrlBody(url, { recursive: false, rescrape_frequency: "Daily" }));
@@ -64,14 +70,7 @@ describe("web sources on a sharded knowledge base", () => {
     expect(moved).toBeGreaterThanOrEqual(1);
   });
   it("holds a page written through shard 0 to KB_MAX_CHUNKS counted over every shard, storing nothing when refused", async () => {
-    const org = await seedOrg();
-    const key = org.owner.apiKey;
-    const kb = await createKb(key);
-    await indexBatches(
-      key,
-      kb,
-      Array.from({ length: 24 }, (_, i) => ({ name: `filler-${i}.txt`, text: `Filler ${i}\n\nPlain words ${i}.` })),
-    );
+    const { key, kb } = await baseWithFillers();
     await forceSmallShards(kb, 12, 5);
     const map = await splitUntilSettled(kb);
     expect(map.shards.length).toBeGreaterThanOrEqual(2);
