@@ -70,7 +70,7 @@ describe("web sources on a sharded knowledge base", () => {
     expect(moved).toBeGreaterThanOrEqual(1);
   });
   it("holds a page written through shard 0 to KB_MAX_CHUNKS counted over every shard, storing nothing when refused", async () => {
-    const { key, kb } = await baseWithFillers();
+    const { kb } = await baseWithFillers();
     await forceSmallShards(kb, 12, 5);
     const map = await splitUntilSettled(kb);
     expect(map.shards.length).toBeGreaterThanOrEqual(2);
