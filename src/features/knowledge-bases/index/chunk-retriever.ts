@@ -137,7 +137,11 @@ export class ChunkRetriever {
     if (chosen.length === 0) return [];
     try {
       const query = this.keywords.weightedStems(new Map(chosen.map((t) => [t, counts.get(t) ?? 1])));
-      const hits = this.keywords.scoreStems(query, topK, allowed).map((r) => ({ id: r.rowid, score: r.score }));
+      // With feedback, this pass serves only its first FEEDBACK.docs rows (and whether it has 2).
+      const head = feedback === false ? undefined : FEEDBACK.docs;
+      const hits = this.keywords
+        .scoreStems(query, topK, allowed, undefined, head)
+        .map((r) => ({ id: r.rowid, score: r.score }));
       if (feedback === false || hits.length < 2) return this.boostTitles(hits, query);
       const top = hits.slice(0, FEEDBACK.docs);
       const texts = new Map(

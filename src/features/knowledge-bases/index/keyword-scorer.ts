@@ -1,4 +1,4 @@
-import { TopK } from "./vector-index";
+import { listBound, StemTopK, type StemPostings } from "./keyword-topk";
 import { matchExpression } from "./keyword-query";
 import { readPostings, resetWarm, warmSlice, type PostingList } from "./postings-warmer";
 import { BM25_K1, ChunkLengthStore } from "./chunk-lengths";
@@ -52,8 +52,10 @@ export class KeywordScorer {
   /** Posting lists (rowid, term count) by stemmed term. */
   private postings = new Map<string, PostingList>();
   private postingsSize = 0;
-  private scoreBuffer = new Float64Array(0);
-  private touchedBuffer = new Int32Array(0);
+  /** The top-k pass and its scratch buffers (keyword-topk.ts). */
+  private readonly topK = new StemTopK();
+  /** Each cached list's score bound, under the length terms it was worked out for (global ones in a sharded query). */
+  private bounds = new WeakMap<Int32Array, { norm: Float64Array; frac: number }>();
   private stemCache = new Map<string, string[]>();
   /** This instance, and the times what it holds was dropped (every write drops it): see version(). */
   private readonly epoch = crypto.randomUUID();
@@ -269,55 +271,38 @@ export class KeywordScorer {
    * The `topK` chunks by query-weighted BM25: each stem's BM25 contribution times its query weight
    * (how often the query says it, or its weight in a feedback-expanded query). A shard of a
    * sharded knowledge base scores with the whole base's `stats` (shard-stages.ts), so its scores
-   * are the ones one index would give.
+   * are the ones one index would give. With `head`, only the first `head` of that answer are
+   * returned (exactly those), and computed with far less work (keyword-topk.ts).
    */
   scoreStems(
     stems: Map<string, number>,
     topK: number,
     allowed: Set<number> | undefined,
     stats?: KeywordStats,
+    head?: number,
   ): { rowid: number; score: number }[] {
     const lengths = this.lengths.get();
-    const { byRowid } = lengths;
     // Another shard's view of the collection (a sharded query's global statistics) or this index's own.
     const count = stats ? stats.chunks : lengths.count;
     const total = stats ? stats.total : lengths.total;
     if (lengths.count === 0 || count === 0 || stems.size === 0) return [];
     const norm = this.lengths.normFor(count, total);
-    if (this.scoreBuffer.length < byRowid.length) {
-      this.scoreBuffer = new Float64Array(byRowid.length);
-      this.touchedBuffer = new Int32Array(byRowid.length);
-    }
-    const scores = this.scoreBuffer;
-    const touched = this.touchedBuffer;
-    let touchedCount = 0;
-    const rowLimit = norm.length;
+    const lists: StemPostings[] = [];
     for (const [stem, weight] of stems) {
       const { rows, tfs } = this.postingsOf(stem);
       if (rows.length === 0 || !(weight > 0)) continue;
       const w = bm25Idf(count, stats ? (stats.df[stem] ?? rows.length) : rows.length) * weight * (BM25_K1 + 1);
-      for (let i = 0; i < rows.length; i++) {
-        const rowid = rows[i];
-        if (rowid >= rowLimit) continue;
-        const n = norm[rowid];
-        // -1: no stored length, so not a keyword row this scorer knows (never expected; never scored).
-        if (n < 0 || (allowed && !allowed.has(rowid))) continue;
-        const tf = tfs[i];
-        const s = (w * tf) / (tf + n);
-        if (scores[rowid] === 0) touched[touchedCount++] = rowid;
-        scores[rowid] += s;
-      }
+      lists.push({ rows, tfs, w, frac: this.boundOf(rows, tfs, norm) });
     }
-    const best = new TopK(topK);
-    let threshold = -Infinity;
-    for (let i = 0; i < touchedCount; i++) {
-      const rowid = touched[i];
-      const score = scores[rowid];
-      scores[rowid] = 0;
-      if (score <= threshold) continue;
-      best.push(score, rowid);
-      threshold = best.threshold;
-    }
-    return best.sorted().map((r) => ({ rowid: r.item, score: r.score }));
+    return this.topK.top(lists, norm, allowed, topK, Math.min(head ?? topK, topK));
+  }
+
+  /** A list's bound under a length term (keyword-topk.ts): one pass over it, kept with the list while the lengths stand. */
+  private boundOf(rows: Int32Array, tfs: Uint16Array, norm: Float64Array): number {
+    const known = this.bounds.get(rows);
+    if (known && known.norm === norm) return known.frac;
+    const frac = listBound(rows, tfs, norm);
+    this.bounds.set(rows, { norm, frac });
+    return frac;
   }
 }
