@@ -169,7 +169,8 @@ export class StemTopK {
     const count = this.complete(walking, i, rest, norm);
     this.kth.clear();
     const survivors = this.picked.slice(0, count);
-    for (let t = 0; t < this.touchedCount; t++) this.scores[this.touched[t]] = 0;
+    // Every other row met was set back to 0 as it left (keep()), so the buffer is all 0 again after this.
+    for (const rowid of survivors) this.scores[rowid] = 0;
     if (bitmap) bitmap.fill(0);
     const exact = exactScores(lists, norm, survivors);
     if (head === topK) return fullPassSelection(survivors, exact, topK);
@@ -212,8 +213,8 @@ export class StemTopK {
 
   /**
    * Completes the rows met so far with the stems from the `from`-th on (walking order): first
-   * only the rows that the stems left could lift to the k-th are kept (the others' scores are
-   * negated: met, but out), then stem by stem each kept row gains its contribution and rows
+   * only the rows that the stems left could lift to the k-th are kept (the others' scores go
+   * back to 0, as for a row never met), then stem by stem each kept row gains its contribution and rows
    * that can no longer reach the k-th leave. A stem is looked up row by row (its list searched
    * from where the previous row left it) when few rows are left, else walked whole, skipping rows
    * not kept. Leaves the rows that reach the k-th in `picked`, by rowid; answers how many.
@@ -253,8 +254,8 @@ export class StemTopK {
           const rowid = rows[p];
           if (rowid >= rowLimit) continue;
           const before = scores[rowid];
-          // 0: never met (cannot reach the k-th), negative: left; both out.
-          if (!(before > 0)) continue;
+          // 0: never met (cannot reach the k-th) or left.
+          if (before === 0) continue;
           const tf = tfs[p];
           const after = before + (w * tf) / (tf + norm[rowid]);
           scores[rowid] = after;
@@ -271,7 +272,7 @@ export class StemTopK {
     return count;
   }
 
-  /** Keeps (into `picked`, order kept) the rows of `from` that `rest` more could lift to `floor`; the others' scores are negated. */
+  /** Keeps (into `picked`, order kept) the rows of `from` that `rest` more could lift to `floor`; the others' scores go back to 0. */
   private keep(from: Int32Array, count: number, rest: number, floor: number): number {
     const scores = this.scores;
     const picked = this.picked;
@@ -280,7 +281,7 @@ export class StemTopK {
       const rowid = from[c];
       const score = scores[rowid];
       if (score * (1 + MARGIN) + rest >= floor) picked[kept++] = rowid;
-      else scores[rowid] = -score;
+      else scores[rowid] = 0;
     }
     return kept;
   }
