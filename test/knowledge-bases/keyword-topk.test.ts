@@ -31,7 +31,9 @@ function randomCase(seed: number): Case {
   const r = random(seed);
   const pick = (n: number): number => Math.floor(r() * n);
   const rows = 1 + pick(r() < 0.3 ? 40 : 3000);
-  const lengthValues = r() < 0.5 ? [12, 48] : [1, 5, 20, 48, 49, 200, 1000];
+  // Flat: one length, tf 1, lists of one size and one weight, so rows met by as many stems tie to the bit.
+  const flat = r() < 0.25;
+  const lengthValues = flat ? [48] : r() < 0.5 ? [12, 48] : [1, 5, 20, 48, 49, 200, 1000];
   const lengths = Array.from({ length: rows }, () => (r() < 0.05 ? 0 : lengthValues[pick(lengthValues.length)] + 1));
   const count = lengths.filter((l) => l > 0).length || 1;
   const total = lengths.reduce((a, l) => a + (l > 0 ? l - 1 : 0), 0);
@@ -41,14 +43,14 @@ function randomCase(seed: number): Case {
   const sharedWeight = 1 + pick(3);
   const lists: StemPostings[] = [];
   for (let s = 0; s < stems; s++) {
-    const density = [0.001, 0.01, 0.05, 0.3, 0.9][pick(5)];
+    const density = flat ? 0.2 : [0.001, 0.01, 0.05, 0.3, 0.9][pick(5)];
     const ids: number[] = [];
     for (let id = 1; id < rows + 20; id++) if (r() < density) ids.push(id);
-    const tfValues = r() < 0.5 ? [1] : [1, 1, 1, 2, 3, 7, 300];
+    const tfValues = flat || r() < 0.5 ? [1] : [1, 1, 1, 2, 3, 7, 300];
     const tfs = Uint16Array.from(ids, () => tfValues[pick(tfValues.length)]);
-    const df = Math.max(ids.length, 1);
+    const df = flat ? Math.ceil(rows / 5) : Math.max(ids.length, 1);
     const idf = Math.max(Math.log((count - df + 0.5) / (df + 0.5)), 1e-6);
-    const weight = r() < 0.3 ? sharedWeight : r() < 0.5 ? 1 + pick(4) : r() * 0.2;
+    const weight = flat || r() < 0.3 ? sharedWeight : r() < 0.5 ? 1 + pick(4) : r() * 0.2;
     const list = { rows: Int32Array.from(ids), tfs };
     lists.push({ ...list, w: idf * weight * 2.2, frac: listBound(list.rows, list.tfs, norm) });
   }
