@@ -34,8 +34,9 @@ export function bm25Idf(chunks: number, df: number): number {
 /**
  * BM25 over a knowledge base's FTS5 index (`items_fts`, read through the `items_terms` fts5vocab
  * table), computed in memory: FTS5 holds the index and does tokenizing and stemming, while the
- * scores are summed over cached posting lists, so a query costs a pass over its terms' postings
- * instead of a bm25() call per matching row. Same index, stemming, k1, b and idf floor as FTS5's
+ * scores are summed over cached posting lists, so a query costs at most a pass over its terms'
+ * postings (keyword-topk.ts skips most of the common terms' ones) instead of a bm25() call per
+ * matching row. Same index, stemming, k1, b and idf floor as FTS5's
  * bm25(), so the scores are the same.
  *
  * What the scores need survives an eviction in SQLite, packed, so the first query after one does
