@@ -1,18 +1,24 @@
 /**
  * What a batch's flush gives back once its own work is done: `answer`, the results, may settle
- * later (after a write outside the object that the next batch need not wait for).
+ * later (after a write outside the object, which the next batch waits for: see IngestBatcher).
  */
 export interface Flushed<R> {
   answer: Promise<R[]>;
 }
 
 /**
- * Coalesces concurrent calls into batches inside one Durable Object: while a batch is being
- * written, the calls that arrive wait in the queue and are written together by the next one, each
- * caller awaiting only its own results. One object serves one knowledge base, so a batch never
- * mixes tenants; `maxWeight` caps a batch so a burst of large calls cannot make a small one wait
- * behind more than one batch's worth of work. The next batch starts when a flush returns, while
- * the previous batch's answer may still be on its way.
+ * Coalesces concurrent calls into batches inside one Durable Object (group commit): while a batch
+ * is being written, the calls that arrive wait in the queue and are written together by the next
+ * one, each caller awaiting only its own results. One object serves one knowledge base, so a batch
+ * never mixes tenants; `maxWeight` caps a batch so a burst of large calls cannot make a small one
+ * wait behind more than one batch's worth of work.
+ *
+ * The next batch starts once the previous batch's answer has settled (its D1 write done), not as
+ * soon as its transaction is: a batch's fixed costs (its commit, its D1 call, the packed-vector
+ * tail it rewrites, a new FTS5 segment) are then shared by every call that arrived during that
+ * write. Starting at once gave one-document batches with 8 single-document requests in flight
+ * (each paying all of them); waiting gives ~2 documents a batch and ~8% less server CPU per
+ * document (BENCHMARKS.md, "Many small documents", sixth round). A lone call waits for nothing.
  */
 export class IngestBatcher<J, R> {
   private queue: { jobs: J[]; resolve: (results: R[]) => void; reject: (error: unknown) => void }[] = [];
@@ -59,7 +65,8 @@ export class IngestBatcher<J, R> {
         };
         try {
           const { answer } = await this.flush(taken.flatMap((t) => t.jobs));
-          answer.then(settle, fail);
+          // Waited for before the next batch (see above); the callers are answered as it settles.
+          await answer.then(settle, fail);
         } catch (error) {
           fail(error);
         }
