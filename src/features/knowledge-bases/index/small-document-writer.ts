@@ -34,8 +34,8 @@ export interface WriterHost {
   storage: DurableObjectStorage;
   env: Env;
   upsertItems(items: ItemInput[]): number[];
-  /** Inside a transaction: keeps a small document's original beside its chunks. */
-  storeOriginal(documentId: string, bytes: Uint8Array): void;
+  /** Inside a transaction: keeps small documents' originals beside their chunks. */
+  storeOriginals(originals: { documentId: string; bytes: Uint8Array }[]): void;
 }
 
 /** A document whose row goes to D1, with how it ended (also as stored in `finished`). */
@@ -177,12 +177,17 @@ export class SmallDocumentWriter {
             values: backend ? undefined : vectors[i],
           })),
         );
+        // Originals and content hashes go in one statement per table for the batch (not one per document).
+        const originals: { documentId: string; bytes: Uint8Array }[] = [];
+        const hashes: { documentId: string; hash: string }[] = [];
         entries.forEach(({ job }, i) => {
           results[i] ??= { status: "ready", chunks: job.chunks.length };
           if (results[i].status !== "ready") return;
-          if (job.original) this.host.storeOriginal(job.documentId, job.original);
-          this.host.hashes.add(job.documentId, job.row.contentHash);
+          if (job.original) originals.push({ documentId: job.documentId, bytes: job.original });
+          hashes.push({ documentId: job.documentId, hash: job.row.contentHash });
         });
+        this.host.storeOriginals(originals);
+        this.host.hashes.addAll(hashes);
         this.record(entries, results as IngestResult[]);
       });
       this.reported.clear();
