@@ -37,11 +37,29 @@ describe("knowledge bases: the index object's group commit (IngestBatcher)", () 
     ]);
   });
 
-  it("answers a failed batch's callers with its error and goes on with the next", async () => {
+  it("writes calls submitted in the same turn as one batch", async () => {
     const batches: string[][] = [];
     const batcher = new IngestBatcher<string, string>(
       async (jobs) => {
         batches.push(jobs);
+        return { answer: Promise.resolve(jobs.map((j) => `${j}!`)) };
+      },
+      () => 1,
+      100,
+    );
+    const answers = await Promise.all([batcher.submit(["a"]), batcher.submit(["b", "c"]), batcher.submit(["d"])]);
+    expect(answers).toEqual([["a!"], ["b!", "c!"], ["d!"]]);
+    expect(batches).toEqual([["a", "b", "c", "d"]]);
+  });
+
+  it("answers a failed batch's callers with its error and goes on with the next", async () => {
+    const batches: string[][] = [];
+    let good: Promise<string[]> | undefined;
+    const batcher = new IngestBatcher<string, string>(
+      async (jobs) => {
+        batches.push(jobs);
+        // A call arriving while the failing batch is written goes in the next batch, unharmed.
+        if (jobs[0] === "bad") good = batcher.submit(["good"]);
         const answer =
           jobs[0] === "bad" ? Promise.reject(new Error("D1 said no")) : Promise.resolve(jobs.map((j) => `${j}!`));
         return { answer };
@@ -49,9 +67,7 @@ describe("knowledge bases: the index object's group commit (IngestBatcher)", () 
       () => 1,
       100,
     );
-    const bad = batcher.submit(["bad"]);
-    const good = batcher.submit(["good"]);
-    await expect(bad).rejects.toThrow("D1 said no");
+    await expect(batcher.submit(["bad"])).rejects.toThrow("D1 said no");
     expect(await good).toEqual(["good!"]);
     expect(batches).toEqual([["bad"], ["good"]]);
   });
