@@ -217,9 +217,9 @@ export class SmallDocumentWriter {
 
   /**
    * Writes these rows to D1 and settles once it has them (or the write failed, left to the alarm).
-   * At most one D1 write is in flight: rows of batches committed meanwhile wait and go together
-   * in the next one, so the object commits its next batch while D1 commits the previous one
-   * instead of idling through D1's commit, and D1 sees no more writes than batches did before.
+   * At most one D1 write is in flight; rows that arrive meanwhile go together in the next one. (The
+   * batcher now waits for a batch's write before starting the next batch, so that the calls
+   * arriving during it share one batch: see IngestBatcher. The queue stays for the alarm's path.)
    */
   private reportLater(items: Reported[]): Promise<void> {
     return new Promise<void>((done) => {
