@@ -219,7 +219,7 @@ export class SmallDocumentWriter {
    * Writes these rows to D1 and settles once it has them (or the write failed, left to the alarm).
    * At most one D1 write is in flight; rows that arrive meanwhile go together in the next one. (The
    * batcher now waits for a batch's write before starting the next batch, so that the calls
-   * arriving during it share one batch: see IngestBatcher. The queue stays for the alarm's path.)
+   * arriving during it share one batch: see IngestBatcher; so this queue now holds one batch at a time.)
    */
   private reportLater(items: Reported[]): Promise<void> {
     return new Promise<void>((done) => {
