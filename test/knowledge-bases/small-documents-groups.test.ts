@@ -3,6 +3,9 @@ import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { b64, createKb, post, send, type Body } from "./kb-fixtures";
 import type { KnowledgeBaseIndex } from "../../src/features/knowledge-bases/index/knowledge-base-index";
+import { readOriginal } from "../../src/features/knowledge-bases/originals";
+import { recordDocuments, statementSpec } from "../../src/features/knowledge-bases/documents.repository";
+import { auditInsert } from "../../src/features/audit/audit.service";
 
 // Issue 14, fifth round: concurrent batch requests written as one group by the index object, whose
 // bookkeeping (`finished` rows, pending audit entries, the items lookup) is now one statement per
@@ -93,6 +96,63 @@ describe("knowledge bases: concurrent small-document batches", () => {
     const again = await post(`/v1/knowledge-base/${kb}/index`, key, { file_data: batch(0, 3) });
     expect(again.body.document_ids).toEqual(first.body.document_ids);
     expect(await kbStub(kb).stats()).toMatchObject({ chunks: 3, vectors: 3, pending: 0 });
+  });
+
+  it("keeps a group's originals and content hashes in bulk: every original back byte for byte, each file found again by its content", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    // 45 files: more than one originals statement's worth (40), over two concurrent requests.
+    const [first, second] = await Promise.all([
+      post(`/v1/knowledge-base/${kb}/index`, key, { file_data: batch(0, 30) }),
+      post(`/v1/knowledge-base/${kb}/index`, key, { file_data: batch(1, 15) }),
+    ]);
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    const ids = [...(first.body.document_ids as string[]), ...(second.body.document_ids as string[])];
+    expect(new Set(ids).size).toBe(45);
+    const texts = [
+      ...Array.from({ length: 30 }, (_, i) => `Request 0 file ${i} reports tide gauge ${i}.`),
+      ...Array.from({ length: 15 }, (_, i) => `Request 1 file ${i} reports tide gauge ${10 + i}.`),
+    ];
+    for (const [i, id] of ids.entries()) {
+      const original = await readOriginal(env, kb, { id, r2Key: null });
+      expect(new TextDecoder().decode(original ?? new Uint8Array()), id).toBe(texts[i]);
+    }
+    // The content hashes were written for all of them: the same files again answer the same ids.
+    const again = await post(`/v1/knowledge-base/${kb}/index`, key, { file_data: batch(1, 15) });
+    expect(again.body.document_ids).toEqual(second.body.document_ids);
+    expect(await kbStub(kb).stats()).toMatchObject({ chunks: 45, vectors: 45, pending: 0 });
+  });
+
+  it("writes a group's audit entries as one statement: every entry exactly as given, none doubled when written again", async () => {
+    const org = await seedOrg();
+    const auth = { userId: org.owner.userId, orgId: org.orgId, role: "owner" as const, via: "api_key" as const };
+    const entry = (n: number) =>
+      statementSpec(
+        auditInsert(env, auth, {
+          action: "knowledge_base.index",
+          targetType: "knowledge_base",
+          targetId: `kb-${n}`,
+          details: { document_id: `doc-${n}`, name: `it's "${n}".txt`, source: "file" },
+        }).onConflictDoNothing(),
+      );
+    const audits = [entry(1), entry(2), entry(3)];
+    await recordDocuments(env, [], audits);
+    await recordDocuments(env, [], audits);
+    const rows = await env.DB.prepare(
+      "SELECT id, actor_id, target_id, details FROM audit_log WHERE org_id = ? AND action = 'knowledge_base.index' ORDER BY target_id",
+    )
+      .bind(org.orgId)
+      .all<{ id: string; actor_id: string; target_id: string; details: string }>();
+    expect(rows.results).toEqual(
+      audits.map((a, i) => ({
+        id: a.params[0],
+        actor_id: org.owner.userId,
+        target_id: `kb-${i + 1}`,
+        details: JSON.stringify({ document_id: `doc-${i + 1}`, name: `it's "${i + 1}".txt`, source: "file" }),
+      })),
+    );
   });
 
   it("writes a call's item rows in bulk: a repeated id keeps its last text, a held id is rewritten, keyword rows follow", async () => {

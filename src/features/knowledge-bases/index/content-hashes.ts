@@ -36,9 +36,13 @@ export class ContentHashes {
       .toArray()[0]?.document_id;
   }
 
-  /** Inside the transaction that makes the document searchable. */
-  add(documentId: string, hash: string): void {
-    this.sql.exec("INSERT OR REPLACE INTO content_hashes (document_id, hash) VALUES (?, ?)", documentId, hash);
+  /** Inside the transaction that makes the documents searchable: one statement for all of them. */
+  addAll(entries: { documentId: string; hash: string }[]): void {
+    if (entries.length === 0) return;
+    this.sql.exec(
+      "INSERT OR REPLACE INTO content_hashes (document_id, hash) SELECT value ->> 0, value ->> 1 FROM json_each(?)",
+      JSON.stringify(entries.map((e) => [e.documentId, e.hash])),
+    );
   }
 
   /** Inside the transaction that removes the documents' chunks (deleted, replaced or moved to another shard). */

@@ -19,6 +19,7 @@ import { setIsolateLogLevel } from "../../../lib/log";
 import { KNOWLEDGE_BASE_INDEX_SCHEMA } from "./knowledge-base-index.schema";
 import { applyMigrations, ownSchema } from "../../../durable-objects/sqlite-schema";
 import { SmallDocumentWriter, type DocumentAnswer, type ItemInput } from "./small-document-writer";
+import { storeOriginals } from "./original-rows";
 import { ContentHashes } from "./content-hashes";
 import { STEP_CHUNKS } from "./index-limits";
 import { ShardStages, type StageKind, type StageOf } from "./shard-stages";
@@ -129,8 +130,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
       storage: ctx.storage,
       env,
       upsertItems: (items) => this.upsertItems(items),
-      storeOriginal: (documentId, bytes) =>
-        this.sql.exec("INSERT OR REPLACE INTO originals (document_id, bytes) VALUES (?, ?)", documentId, bytes),
+      storeOriginals: (originals) => storeOriginals(this.sql, originals),
     });
     this.replication = new Replication({
       sql: this.sql,

@@ -34,8 +34,8 @@ export interface WriterHost {
   storage: DurableObjectStorage;
   env: Env;
   upsertItems(items: ItemInput[]): number[];
-  /** Inside a transaction: keeps a small document's original beside its chunks. */
-  storeOriginal(documentId: string, bytes: Uint8Array): void;
+  /** Inside a transaction: keeps small documents' originals beside their chunks. */
+  storeOriginals(originals: { documentId: string; bytes: Uint8Array }[]): void;
 }
 
 /** A document whose row goes to D1, with how it ended (also as stored in `finished`). */
@@ -177,12 +177,17 @@ export class SmallDocumentWriter {
             values: backend ? undefined : vectors[i],
           })),
         );
+        // Originals and content hashes go in one statement per table for the batch (not one per document).
+        const originals: { documentId: string; bytes: Uint8Array }[] = [];
+        const hashes: { documentId: string; hash: string }[] = [];
         entries.forEach(({ job }, i) => {
           results[i] ??= { status: "ready", chunks: job.chunks.length };
           if (results[i].status !== "ready") return;
-          if (job.original) this.host.storeOriginal(job.documentId, job.original);
-          this.host.hashes.add(job.documentId, job.row.contentHash);
+          if (job.original) originals.push({ documentId: job.documentId, bytes: job.original });
+          hashes.push({ documentId: job.documentId, hash: job.row.contentHash });
         });
+        this.host.storeOriginals(originals);
+        this.host.hashes.addAll(hashes);
         this.record(entries, results as IngestResult[]);
       });
       this.reported.clear();
@@ -212,9 +217,9 @@ export class SmallDocumentWriter {
 
   /**
    * Writes these rows to D1 and settles once it has them (or the write failed, left to the alarm).
-   * At most one D1 write is in flight: rows of batches committed meanwhile wait and go together
-   * in the next one, so the object commits its next batch while D1 commits the previous one
-   * instead of idling through D1's commit, and D1 sees no more writes than batches did before.
+   * At most one D1 write is in flight; rows that arrive meanwhile go together in the next one. (The
+   * batcher now waits for a batch's write before starting the next batch, so that the calls
+   * arriving during it share one batch: see IngestBatcher; so this queue now holds one batch at a time.)
    */
   private reportLater(items: Reported[]): Promise<void> {
     return new Promise<void>((done) => {
