@@ -1,4 +1,5 @@
 import { VectorArena } from "./vector-arena";
+import { type SignCodes, signCodesFor } from "./vector-codes";
 import { dotRow, type ScanSource, SlotIndex } from "./vector-scan";
 
 /**
@@ -9,6 +10,8 @@ import { dotRow, type ScanSource, SlotIndex } from "./vector-scan";
  * one small scratch region that stays in cache, scanned there by the same SIMD kernel, and
  * dropped; the rows stay in the buffers SQLite returned. Slots are the blocks' order, as in
  * a full load, so nearestIn() over this source picks the same pool and answer as a loaded store.
+ * The sign codes are derived block by block as the rows arrive, as a full load derives them, so
+ * the compact pass over a large set picks the same candidates cold as warm.
  * Held for one call only: the store loads its arena after it (vector-store.ts).
  */
 export class ColdVectors implements ScanSource {
@@ -17,6 +20,7 @@ export class ColdVectors implements ScanSource {
   readonly rowids: Int32Array;
   readonly scales: Float32Array;
   readonly slotOf = new SlotIndex();
+  readonly codes: SignCodes | null;
   /** Each block's rows (unpadded, count x dims) and its first slot. */
   private readonly blocks: Int8Array[] = [];
   private readonly starts: number[] = [];
@@ -26,6 +30,8 @@ export class ColdVectors implements ScanSource {
     this.dims = dims;
     this.rowids = new Int32Array(total);
     this.scales = new Float32Array(total);
+    this.codes = signCodesFor(dims);
+    this.codes?.reserve(total);
     let count = 0;
     let largest = 0;
     for (const b of sql.exec<{ count: number; rowids: ArrayBuffer; scales: ArrayBuffer; data: ArrayBuffer }>(
@@ -33,7 +39,9 @@ export class ColdVectors implements ScanSource {
     )) {
       this.rowids.set(new Int32Array(b.rowids, 0, b.count), count);
       this.scales.set(new Float32Array(b.scales, 0, b.count), count);
-      this.blocks.push(new Int8Array(b.data, 0, b.count * dims));
+      const data = new Int8Array(b.data, 0, b.count * dims);
+      this.blocks.push(data);
+      this.codes?.setRows(count, data, b.count, this.scales, count);
       this.starts.push(count);
       count += b.count;
       largest = Math.max(largest, b.count);
@@ -64,6 +72,21 @@ export class ColdVectors implements ScanSource {
       const n = this.blocks[b].length / this.dims;
       scratch.setRows(0, this.blocks[b], n);
       out.set(scratch.dotAll(query, n), this.starts[b]);
+    }
+    return out;
+  }
+
+  /** Integer products, so the same values as the arena's kernel, whatever computes them. */
+  dotSome(query: Int8Array, slots: Int32Array): Int32Array {
+    const out = new Int32Array(slots.length);
+    const dims = this.dims;
+    for (let i = 0; i < slots.length; i++) {
+      const b = this.blockOf(slots[i]);
+      const data = this.blocks[b];
+      const offset = (slots[i] - this.starts[b]) * dims;
+      let s = 0;
+      for (let j = 0; j < dims; j++) s += data[offset + j] * query[j];
+      out[i] = s;
     }
     return out;
   }
