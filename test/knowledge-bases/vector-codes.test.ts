@@ -121,6 +121,8 @@ describe("knowledge bases: the compact first pass of the vector search (issue 18
           expect(cold.nearest(q, 10, allowed)).toEqual(warm);
           expect(cold.inArena).toBe(false);
           expect(cold.scan(q, 84, allowed)).toEqual(loaded.scan(q, 84, allowed));
+          // More candidates than one block: the cold store scores them a block-sized batch at a time.
+          expect(new VectorStore(sql, TIGHT).scan(q, 600, allowed)).toEqual(loaded.scan(q, 600, allowed));
           if (JSON.stringify(loaded.scan(q, 84, allowed)) !== JSON.stringify(exact.scan(q, 84, allowed)))
             differsFromExact++;
         }

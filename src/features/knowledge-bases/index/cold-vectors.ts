@@ -25,6 +25,8 @@ export class ColdVectors implements ScanSource {
   private readonly blocks: Int8Array[] = [];
   private readonly starts: number[] = [];
   private readonly scratch: VectorArena | null;
+  /** Rows the scratch holds (the largest block). */
+  private readonly largest: number;
 
   constructor(sql: SqlStorage, dims: number, total: number) {
     this.dims = dims;
@@ -48,6 +50,7 @@ export class ColdVectors implements ScanSource {
     }
     this.count = count;
     this.slotOf.fill(this.rowids, count);
+    this.largest = largest;
     this.scratch = dims > 0 && largest > 0 ? new VectorArena(dims) : null;
     this.scratch?.reserve(largest);
   }
@@ -76,17 +79,20 @@ export class ColdVectors implements ScanSource {
     return out;
   }
 
-  /** Integer products, so the same values as the arena's kernel, whatever computes them. */
+  /**
+   * dotAll() for the listed slots: their rows are copied into the scratch a batch at a time and
+   * scanned there by the same kernel (on a wake the JIT has not compiled a JavaScript loop yet).
+   * Integer products, so the same values as the arena's.
+   */
   dotSome(query: Int8Array, slots: Int32Array): Int32Array {
     const out = new Int32Array(slots.length);
-    const dims = this.dims;
-    for (let i = 0; i < slots.length; i++) {
-      const b = this.blockOf(slots[i]);
-      const data = this.blocks[b];
-      const offset = (slots[i] - this.starts[b]) * dims;
-      let s = 0;
-      for (let j = 0; j < dims; j++) s += data[offset + j] * query[j];
-      out[i] = s;
+    const scratch = this.scratch;
+    if (!scratch) return out;
+    const batch = this.largest;
+    for (let done = 0; done < slots.length; done += batch) {
+      const n = Math.min(batch, slots.length - done);
+      for (let i = 0; i < n; i++) scratch.setRow(i, this.row(slots[done + i]));
+      out.set(scratch.dotAll(query, n), done);
     }
     return out;
   }
