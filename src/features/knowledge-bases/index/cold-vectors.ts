@@ -1,5 +1,4 @@
 import { VectorArena } from "./vector-arena";
-import { type SignCodes, signCodesFor } from "./vector-codes";
 import { dotRow, type ScanSource, SlotIndex } from "./vector-scan";
 
 /**
@@ -10,8 +9,11 @@ import { dotRow, type ScanSource, SlotIndex } from "./vector-scan";
  * one small scratch region that stays in cache, scanned there by the same SIMD kernel, and
  * dropped; the rows stay in the buffers SQLite returned. Slots are the blocks' order, as in
  * a full load, so nearestIn() over this source picks the same pool and answer as a loaded store.
- * The sign codes are derived block by block as the rows arrive, as a full load derives them, so
- * the compact pass over a large set picks the same candidates cold as warm.
+ * No sign codes (vector-codes.ts): the call is always the exact scan, as before the compact pass.
+ * Deriving them here measured slower on a wake (BENCHMARKS.md, "Issue 18, fourth pass": several
+ * JavaScript passes over every vector before the JIT has compiled them), so above the compact
+ * pass's threshold the first answer after a wake is the exact one, and later answers the
+ * approximate one (they differ only where the measured recall is under 1).
  * Held for one call only: the store loads its arena after it (vector-store.ts).
  */
 export class ColdVectors implements ScanSource {
@@ -20,20 +22,16 @@ export class ColdVectors implements ScanSource {
   readonly rowids: Int32Array;
   readonly scales: Float32Array;
   readonly slotOf = new SlotIndex();
-  readonly codes: SignCodes | null;
+  readonly codes = null;
   /** Each block's rows (unpadded, count x dims) and its first slot. */
   private readonly blocks: Int8Array[] = [];
   private readonly starts: number[] = [];
   private readonly scratch: VectorArena | null;
-  /** Rows the scratch holds (the largest block). */
-  private readonly largest: number;
 
   constructor(sql: SqlStorage, dims: number, total: number) {
     this.dims = dims;
     this.rowids = new Int32Array(total);
     this.scales = new Float32Array(total);
-    this.codes = signCodesFor(dims);
-    this.codes?.reserve(total);
     let count = 0;
     let largest = 0;
     for (const b of sql.exec<{ count: number; rowids: ArrayBuffer; scales: ArrayBuffer; data: ArrayBuffer }>(
@@ -43,14 +41,12 @@ export class ColdVectors implements ScanSource {
       this.scales.set(new Float32Array(b.scales, 0, b.count), count);
       const data = new Int8Array(b.data, 0, b.count * dims);
       this.blocks.push(data);
-      this.codes?.setRows(count, data, b.count, this.scales, count);
       this.starts.push(count);
       count += b.count;
       largest = Math.max(largest, b.count);
     }
     this.count = count;
     this.slotOf.fill(this.rowids, count);
-    this.largest = largest;
     this.scratch = dims > 0 && largest > 0 ? new VectorArena(dims) : null;
     this.scratch?.reserve(largest);
   }
@@ -79,22 +75,10 @@ export class ColdVectors implements ScanSource {
     return out;
   }
 
-  /**
-   * dotAll() for the listed slots: their rows are copied into the scratch a batch at a time and
-   * scanned there by the same kernel (on a wake the JIT has not compiled a JavaScript loop yet).
-   * Integer products, so the same values as the arena's.
-   */
+  /** ScanSource's: unused here (no codes, so no candidates), kept correct by going through dotAll. */
   dotSome(query: Int8Array, slots: Int32Array): Int32Array {
-    const out = new Int32Array(slots.length);
-    const scratch = this.scratch;
-    if (!scratch) return out;
-    const batch = this.largest;
-    for (let done = 0; done < slots.length; done += batch) {
-      const n = Math.min(batch, slots.length - done);
-      for (let i = 0; i < n; i++) scratch.setRow(i, this.row(slots[done + i]));
-      out.set(scratch.dotAll(query, n), done);
-    }
-    return out;
+    const all = this.dotAll(query);
+    return Int32Array.from(slots, (slot) => all[slot]);
   }
 
   row(slot: number): Int8Array {
