@@ -13,13 +13,24 @@ import kernel from "./kernels/generated/int8-dot.wasm";
  * ranks candidates: the int8 scan scores them, and the pool is rescored exactly, as before.
  *
  * Memory (one instance of the kernel per store): [tables: 64 KiB][scratch rows][row stats]
- * [codes: capacity x codeBytes, blocks of 16][sums: capacity x u16], and in JavaScript the
- * factors and the count of negative values of each row.
+ * [codes: capacity x codeBytes, blocks of 16][negatives: capacity x f32][factors: capacity x f32]
+ * [sums: capacity x u16][estimates: capacity x f32]; negatives (the count of negative values)
+ * and factors are per row, moved up when the codes grow.
  */
 interface CodeKernel {
   memory: WebAssembly.Memory;
   encode(rows: number, n: number, stride: number, codes: number, first: number, codeBytes: number, stats: number): void;
   fastscan(codes: number, blocks: number, codeBytes: number, luts: number, out: number): void;
+  finish(
+    sums: number,
+    negatives: number,
+    factors: number,
+    out: number,
+    n: number,
+    k: number,
+    l: number,
+    m: number,
+  ): void;
 }
 
 const PAGE = 65_536;
@@ -46,9 +57,7 @@ export class SignCodes {
   private capacity = 0;
   private bytes = new Uint8Array(0);
   private ints = new Int32Array(0);
-  private factors = new Float32Array(0);
-  private negatives = new Int32Array(0);
-  private estimates = new Float32Array(0);
+  private floats = new Float32Array(0);
 
   constructor(dims: number) {
     if (!Number.isInteger(dims) || dims < 1 || dims > MAX_CODE_DIMS)
@@ -70,8 +79,17 @@ export class SignCodes {
   private get codesOffset(): number {
     return this.statsOffset + this.scratchRows * 12;
   }
+  private negativesOffset(capacity = this.capacity): number {
+    return this.codesOffset + capacity * this.codeBytes;
+  }
+  private factorsOffset(capacity = this.capacity): number {
+    return this.negativesOffset(capacity) + capacity * 4;
+  }
   private get sumsOffset(): number {
-    return this.codesOffset + this.capacity * this.codeBytes;
+    return this.factorsOffset() + this.capacity * 4;
+  }
+  private get estimatesOffset(): number {
+    return this.sumsOffset + this.capacity * 2;
   }
 
   /** Makes room for `n` codes, keeping those written (the sums after them are scratch). */
@@ -80,17 +98,16 @@ export class SignCodes {
     const grown = Math.max(n, Math.min(Math.ceil(this.capacity * 1.5), this.capacity + 32_768), 1024);
     const capacity = Math.ceil(grown / 16) * 16;
     const memory = this.exports.memory;
-    const needed = this.codesOffset + capacity * (this.codeBytes + 2);
+    const needed = this.codesOffset + capacity * (this.codeBytes + 14);
     if (needed > memory.buffer.byteLength) memory.grow(Math.ceil((needed - memory.buffer.byteLength) / PAGE));
     this.bytes = new Uint8Array(memory.buffer);
     this.ints = new Int32Array(memory.buffer);
-    const factors = new Float32Array(capacity);
-    factors.set(this.factors);
-    const negatives = new Int32Array(capacity);
-    negatives.set(this.negatives);
-    this.factors = factors;
-    this.negatives = negatives;
-    this.estimates = new Float32Array(capacity);
+    this.floats = new Float32Array(memory.buffer);
+    // Factors first: both regions move up, and the new negatives may cover the old factors.
+    const oldFactors = this.factorsOffset();
+    const oldNegatives = this.negativesOffset();
+    this.bytes.copyWithin(this.factorsOffset(capacity), oldFactors, oldFactors + this.capacity * 4);
+    this.bytes.copyWithin(this.negativesOffset(capacity), oldNegatives, oldNegatives + this.capacity * 4);
     this.capacity = capacity;
   }
 
@@ -108,11 +125,13 @@ export class SignCodes {
       const first = slot + done;
       this.exports.encode(scratch, k, stride, this.codesOffset, first, this.codeBytes, this.statsOffset);
       const stats = this.statsOffset >> 2;
+      const factors = this.factorsOffset() >> 2;
+      const negatives = this.negativesOffset() >> 2;
       for (let i = 0; i < k; i++) {
         const squares = this.ints[stats + 3 * i];
         const absolute = this.ints[stats + 3 * i + 1];
-        this.factors[first + i] = absolute > 0 ? (scales[scalesFrom + done + i] * squares) / absolute : 0;
-        this.negatives[first + i] = this.ints[stats + 3 * i + 2];
+        this.floats[factors + first + i] = absolute > 0 ? (scales[scalesFrom + done + i] * squares) / absolute : 0;
+        this.floats[negatives + first + i] = this.ints[stats + 3 * i + 2];
       }
     }
   }
@@ -125,8 +144,10 @@ export class SignCodes {
     const a = this.at(from);
     const b = this.at(to);
     for (let i = 0; i < this.codeBytes; i++) this.bytes[b + i * 16] = this.bytes[a + i * 16];
-    this.factors[to] = this.factors[from];
-    this.negatives[to] = this.negatives[from];
+    const factors = this.factorsOffset() >> 2;
+    const negatives = this.negativesOffset() >> 2;
+    this.floats[factors + to] = this.floats[factors + from];
+    this.floats[negatives + to] = this.floats[negatives + from];
   }
 
   /**
@@ -161,13 +182,21 @@ export class SignCodes {
     }
     const sums = this.sumsOffset;
     this.exports.fastscan(this.codesOffset, Math.ceil(count / 16), codeBytes, 0, sums);
-    const a = new Uint16Array(this.exports.memory.buffer, sums, count);
     // <q, s> with s = +1 where the value is >= 0, -1 where negative (P of them, u summing to A):
-    // q_j ~ lo + delta * u_j, so <q, s> ~ lo * (d - 2P) + delta * (U - 2A).
-    const out = this.estimates;
-    const { factors, negatives } = this;
-    for (let i = 0; i < count; i++) out[i] = (lo * (dims - 2 * negatives[i]) + delta * (total - 2 * a[i])) * factors[i];
-    return out.subarray(0, count);
+    // q_j ~ lo + delta * u_j, so <q, s> ~ lo * (d - 2P) + delta * (U - 2A) = k + l * P + m * A.
+    const out = this.estimatesOffset;
+    const n = Math.ceil(count / 4) * 4;
+    this.exports.finish(
+      sums,
+      this.negativesOffset(),
+      this.factorsOffset(),
+      out,
+      n,
+      lo * dims + delta * total,
+      -2 * lo,
+      -2 * delta,
+    );
+    return new Float32Array(this.exports.memory.buffer, out, count);
   }
 }
 

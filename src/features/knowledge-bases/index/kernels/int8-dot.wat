@@ -148,4 +148,29 @@
         (v128.store (local.get $out) (local.get $lo))
         (v128.store offset=16 (local.get $out) (local.get $hi))
         (local.set $out (i32.add (local.get $out) (i32.const 32)))
+        (br $each))))
+
+  ;; The estimates from fastscan's sums, 4 vectors a step (n a multiple of 4): out[i] =
+  ;; (k + l * negatives[i] + m * sums[i]) * factors[i], all f32 (vector-codes.ts, estimate).
+  (func (export "finish")
+    (param $sums i32) (param $negatives i32) (param $factors i32) (param $out i32) (param $n i32)
+    (param $k f32) (param $l f32) (param $m f32)
+    (local $end i32) (local $vk v128) (local $vl v128) (local $vm v128)
+    (local.set $vk (f32x4.splat (local.get $k)))
+    (local.set $vl (f32x4.splat (local.get $l)))
+    (local.set $vm (f32x4.splat (local.get $m)))
+    (local.set $end (i32.add (local.get $out) (i32.shl (local.get $n) (i32.const 2))))
+    (block $done
+      (loop $each
+        (br_if $done (i32.ge_u (local.get $out) (local.get $end)))
+        (v128.store (local.get $out)
+          (f32x4.mul
+            (f32x4.add
+              (f32x4.add (local.get $vk) (f32x4.mul (local.get $vl) (v128.load (local.get $negatives))))
+              (f32x4.mul (local.get $vm) (f32x4.convert_i32x4_u (v128.load16x4_u (local.get $sums)))))
+            (v128.load (local.get $factors))))
+        (local.set $sums (i32.add (local.get $sums) (i32.const 8)))
+        (local.set $negatives (i32.add (local.get $negatives) (i32.const 16)))
+        (local.set $factors (i32.add (local.get $factors) (i32.const 16)))
+        (local.set $out (i32.add (local.get $out) (i32.const 16)))
         (br $each)))))
