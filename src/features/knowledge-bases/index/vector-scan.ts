@@ -80,6 +80,7 @@ export interface Approximation {
   min: number;
 }
 
+/** 16 x the pool: the smallest multiple measured at recall >= 0.99 at top 10, 50 and 200 on the 100k bench corpus. */
 export const APPROXIMATE: Approximation = { from: 20_000, perPool: 16, min: 1_024 };
 
 /** What a nearest search reads: the vectors in slot order, wherever they are held. */
