@@ -9,6 +9,11 @@ import { dotRow, type ScanSource, SlotIndex } from "./vector-scan";
  * one small scratch region that stays in cache, scanned there by the same SIMD kernel, and
  * dropped; the rows stay in the buffers SQLite returned. Slots are the blocks' order, as in
  * a full load, so nearestIn() over this source picks the same pool and answer as a loaded store.
+ * No sign codes (vector-codes.ts): the call is always the exact scan, as before the compact pass.
+ * Deriving them here measured slower on a wake (BENCHMARKS.md, "Issue 18, fourth pass": several
+ * JavaScript passes over every vector before the JIT has compiled them), so above the compact
+ * pass's threshold the first answer after a wake is the exact one, and later answers the
+ * approximate one (they differ only where the measured recall is under 1).
  * Held for one call only: the store loads its arena after it (vector-store.ts).
  */
 export class ColdVectors implements ScanSource {
@@ -17,6 +22,7 @@ export class ColdVectors implements ScanSource {
   readonly rowids: Int32Array;
   readonly scales: Float32Array;
   readonly slotOf = new SlotIndex();
+  readonly codes = null;
   /** Each block's rows (unpadded, count x dims) and its first slot. */
   private readonly blocks: Int8Array[] = [];
   private readonly starts: number[] = [];
@@ -33,7 +39,8 @@ export class ColdVectors implements ScanSource {
     )) {
       this.rowids.set(new Int32Array(b.rowids, 0, b.count), count);
       this.scales.set(new Float32Array(b.scales, 0, b.count), count);
-      this.blocks.push(new Int8Array(b.data, 0, b.count * dims));
+      const data = new Int8Array(b.data, 0, b.count * dims);
+      this.blocks.push(data);
       this.starts.push(count);
       count += b.count;
       largest = Math.max(largest, b.count);
@@ -66,6 +73,12 @@ export class ColdVectors implements ScanSource {
       out.set(scratch.dotAll(query, n), this.starts[b]);
     }
     return out;
+  }
+
+  /** ScanSource's: unused here (no codes, so no candidates), kept correct by going through dotAll. */
+  dotSome(query: Int8Array, slots: Int32Array): Int32Array {
+    const all = this.dotAll(query);
+    return Int32Array.from(slots, (slot) => all[slot]);
   }
 
   row(slot: number): Int8Array {

@@ -11,6 +11,7 @@ import { dotRow } from "./vector-scan";
 interface KernelExports {
   memory: WebAssembly.Memory;
   dot_all(data: number, count: number, stride: number, query: number, out: number): void;
+  dot_list(data: number, stride: number, query: number, list: number, n: number): void;
 }
 
 const PAGE = 65_536;
@@ -92,6 +93,20 @@ export class VectorArena {
     const out = this.scoresOffset;
     this.exports.dot_all(QUERY_BYTES, count, this.stride, 0, out);
     return new Int32Array(this.exports.memory.buffer, out, count);
+  }
+
+  /**
+   * dotAll() for some rows only (the candidates of the compact first pass, vector-codes.ts): the
+   * int32 dot product of each listed slot's row; the view is valid until the next call or reserve().
+   */
+  dotSome(query: Int8Array, slots: Int32Array): Int32Array {
+    this.view.fill(0, 0, this.stride);
+    this.view.set(query.subarray(0, this.dims), 0);
+    const out = this.scoresOffset;
+    const list = new Int32Array(this.exports.memory.buffer, out, slots.length);
+    list.set(slots);
+    this.exports.dot_list(QUERY_BYTES, this.stride, 0, out, slots.length);
+    return list;
   }
 
   /** The exact dot product of a float query with one row (int8 values, scale not applied). */

@@ -1,7 +1,8 @@
 import { VectorArena } from "./vector-arena";
-import { quantize, TopK } from "./vector-index";
+import { quantize } from "./vector-index";
 import { ColdVectors } from "./cold-vectors";
-import { nearestIn, type ScanSource, SlotIndex } from "./vector-scan";
+import { type SignCodes, signCodesFor } from "./vector-codes";
+import { APPROXIMATE, type Approximation, nearestIn, type ScanSource, scanIn, SlotIndex } from "./vector-scan";
 
 export { SPARSE_FILTER_SHARE } from "./vector-scan";
 
@@ -23,8 +24,10 @@ const LOAD_AFTER_COLD_MS = 250;
 /**
  * The vectors of one knowledge base's Durable Object, keyed by the SQLite rowid of their chunk.
  * In SQLite they are int8 (one scale per vector), packed BLOCK per row of `vector_blocks`, so
- * after an eviction the whole set reloads in a few reads; in memory they live in a VectorArena and
- * every query is an exact scan (no approximate pre-ranking, so no recall is lost).
+ * after an eviction the whole set reloads in a few reads; in memory they live in a VectorArena,
+ * with their 1-bit sign codes beside them (SignCodes, derived, not stored). Below
+ * `approximate.from` vectors every query is an exact int8 scan; from it, the codes choose the rows
+ * the int8 scan scores (vector-scan.ts, int8Pass; recall measured in BENCHMARKS.md).
  */
 export class VectorStore {
   private dimensions = 0;
@@ -33,11 +36,16 @@ export class VectorStore {
   private scales = new Float32Array(0);
   private slotOf = new SlotIndex();
   private arena: VectorArena | null = null;
+  private codes: SignCodes | null = null;
   private loaded = false;
   /** The call that woke the object reads its vectors here, not into the arena (cold-vectors.ts). */
   private cold: ColdVectors | null = null;
 
-  constructor(private readonly sql: SqlStorage) {}
+  /** `approximate`: changed only by tests (vector-scan.ts, APPROXIMATE). */
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly approximate: Approximation = APPROXIMATE,
+  ) {}
 
   get size(): number {
     if (!this.loaded && this.cold) return this.cold.count;
@@ -65,6 +73,7 @@ export class VectorStore {
     this.scales = new Float32Array(0);
     this.slotOf.clear();
     this.arena = null;
+    this.codes = null;
     this.cold = null;
   }
 
@@ -81,6 +90,7 @@ export class VectorStore {
     this.dimensions = head.dims ? Number(head.dims) : 0;
     this.count = 0;
     this.arena = this.dimensions > 0 ? new VectorArena(this.dimensions) : null;
+    this.codes = signCodesFor(this.dimensions);
     this.reserve(head.n ?? 0);
     // Block by block as the cursor reads them, not all rows first: each 128 KB buffer is dropped
     // once copied, instead of 25 MB of them (at 100k vectors) alive at once for the collector.
@@ -89,7 +99,9 @@ export class VectorStore {
     )) {
       this.rowids.set(new Int32Array(b.rowids, 0, b.count), this.count);
       this.scales.set(new Float32Array(b.scales, 0, b.count), this.count);
-      this.arena?.setRows(this.count, new Int8Array(b.data, 0, b.count * this.dimensions), b.count);
+      const data = new Int8Array(b.data, 0, b.count * this.dimensions);
+      this.arena?.setRows(this.count, data, b.count);
+      this.codes?.setRows(this.count, data, b.count, this.scales, this.count);
       this.count += b.count;
     }
     this.slotOf.fill(this.rowids, this.count);
@@ -98,6 +110,7 @@ export class VectorStore {
 
   private reserve(n: number): void {
     this.arena?.reserve(n);
+    this.codes?.reserve(n);
     if (n <= this.rowids.length) return;
     const capacity = Math.max(n, Math.min(Math.ceil(this.rowids.length * 1.5), this.rowids.length + 32_768), 1024);
     const rowids = new Int32Array(capacity);
@@ -135,6 +148,8 @@ export class VectorStore {
     this.dimensions = dims;
     this.arena = new VectorArena(dims);
     this.arena.reserve(this.rowids.length);
+    this.codes = signCodesFor(dims);
+    this.codes?.reserve(this.rowids.length);
     this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('dims', ?)", String(dims));
     return this.arena;
   }
@@ -159,6 +174,7 @@ export class VectorStore {
       firstTouched = Math.min(firstTouched, slot);
       this.scales[slot] = quantize(values, quantized, 0);
       arena.setRow(slot, quantized);
+      this.codes?.setRows(slot, quantized, 1, this.scales, slot);
     }
     this.persistBlocks(firstTouched);
   }
@@ -175,6 +191,7 @@ export class VectorStore {
         this.rowids[slot] = this.rowids[last];
         this.scales[slot] = this.scales[last];
         this.arena?.copyRow(last, slot);
+        this.codes?.copyRow(last, slot);
         this.slotOf.set(this.rowids[slot], slot);
       }
       this.slotOf.delete(rowid);
@@ -220,6 +237,8 @@ export class VectorStore {
       scales: this.scales,
       slotOf: this.slotOf,
       dotAll: (q8) => arena.dotAll(q8, this.count),
+      dotSome: (q8, slots) => arena.dotSome(q8, slots),
+      codes: this.codes,
       dot: (slot, q) => arena.dot(slot, q),
     };
   }
@@ -237,14 +256,14 @@ export class VectorStore {
   /** The `topK` nearest rows to `query` among `allowed` (vector-scan.ts, nearestIn). */
   nearest(query: ArrayLike<number>, topK: number, allowed?: Set<number>): { rowid: number; score: number }[] {
     const source = this.source();
-    return source ? nearestIn(source, query, topK, allowed) : [];
+    return source ? nearestIn(source, query, topK, allowed, this.approximate) : [];
   }
 
   /**
    * This shard's part of a nearest search over a sharded knowledge base (shard-stages.ts): with
    * `pool`, its `pool` best rows by the int8 scan, each with that scan's score and the exact one,
    * so the caller picks the same pool and the same top as nearest() over one index; without,
-   * every allowed row scored exactly (nearest()'s sparse-filter path).
+   * every allowed row scored exactly (nearest()'s sparse-filter path). vector-scan.ts, scanIn.
    */
   scan(
     query: ArrayLike<number>,
@@ -252,39 +271,6 @@ export class VectorStore {
     allowed: Set<number> | undefined,
   ): { rowid: number; approx: number; score: number }[] {
     const source = this.source();
-    if (!source || source.count === 0 || query.length !== source.dims) return [];
-    const q = Float32Array.from(query);
-    const exact = (slot: number) => source.dot(slot, q) * source.scales[slot];
-    if (pool === undefined) {
-      const out: { rowid: number; approx: number; score: number }[] = [];
-      for (const rowid of allowed ?? []) {
-        const slot = source.slotOf.get(rowid);
-        if (slot !== undefined) {
-          const score = exact(slot);
-          out.push({ rowid, approx: score, score });
-        }
-      }
-      return out;
-    }
-    const q8 = new Int8Array(source.dims);
-    quantize(q, q8, 0);
-    const raw = source.dotAll(q8);
-    const best = new TopK(Math.max(1, Math.min(source.count, pool)));
-    const { scales, rowids } = source;
-    // As in nearestIn(): the pool's threshold only rises when it takes a row, so it is kept in a
-    // local rather than read per slot (this loop runs over every vector of the shard).
-    let threshold = -Infinity;
-    for (let slot = 0; slot < raw.length; slot++) {
-      const approx = raw[slot] * scales[slot];
-      if (!(approx >= threshold)) continue;
-      const rowid = rowids[slot];
-      if (allowed && !allowed.has(rowid)) continue;
-      best.push(approx, rowid);
-      threshold = best.threshold;
-    }
-    return best.sorted().map(({ item, score }) => {
-      const slot = source.slotOf.get(item) ?? 0;
-      return { rowid: item, approx: score, score: exact(slot) };
-    });
+    return source ? scanIn(source, query, pool, allowed, this.approximate) : [];
   }
 }
