@@ -25,7 +25,7 @@ process.env.WRANGLER_LOG ??= "warn";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const usage =
-  "usage: npm start [-- --port <1-65535>] [--ip <address>] [--no-rate-limits] [--var NAME=VALUE ...]\n  defaults: --port 8787 --ip 127.0.0.1, with wrangler.toml's rate limits";
+  "usage: npm start [-- --port <1-65535>] [--ip <address>] [--no-rate-limits] [--var NAME=VALUE ...] [--inspector-port <port>]\n  defaults: --port 8787 --ip 127.0.0.1, with wrangler.toml's rate limits";
 
 /** Reads --port/--ip (as `--port 9000` or `--port=9000`); anything else is refused, not ignored. */
 function parseArgs(argv) {
@@ -35,6 +35,16 @@ function parseArgs(argv) {
     if (arg === "--help" || arg === "-h") {
       console.log(usage);
       process.exit(0);
+    }
+    // --inspector-port N opens workerd's V8 inspector on 127.0.0.1:N (CPU profiles:
+    // `node scripts/cpu-profile.mjs`); off unless asked.
+    if (arg === "--inspector-port" || arg.startsWith("--inspector-port=")) {
+      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : argv[++i];
+      const inspector = Number(value);
+      if (!Number.isInteger(inspector) || inspector < 1 || inspector > 65535)
+        fail(`--inspector-port must be an integer from 1 to 65535, got "${value}"`);
+      out.inspectorPort = inspector;
+      continue;
     }
     if (arg === "--no-rate-limits") {
       out.rateLimits = false;
@@ -79,7 +89,7 @@ if (Number(process.versions.node.split(".")[0]) < 22) {
   );
 }
 
-const { port, ip, rateLimits, vars } = parseArgs(process.argv.slice(2));
+const { port, ip, rateLimits, vars, inspectorPort } = parseArgs(process.argv.slice(2));
 
 // A taken port is reported now, not after migrating and bundling (workerd would refuse it later).
 await new Promise((resolve) => {
@@ -210,6 +220,7 @@ const mf = new Miniflare(
     // unless TRUST_CLIENT_IP_HEADER names it, and then a client could write it here anyway).
     host: "127.0.0.1",
     port: 0,
+    ...(inspectorPort ? { inspectorPort } : {}),
     log: new Log(LogLevel.WARN),
     // Loom never reads request.cf; the placeholder avoids a network fetch at every start.
     cf: false,
