@@ -3,10 +3,14 @@
 //
 //   npm run profile -- --inspector-port=9229 --seconds=20 [--out=profile.cpuprofile] [--top=40]
 //
-// Each isolate the inspector lists (Loom's Worker with its Durable Objects; Miniflare's D1 and
-// helper Workers) is sampled at once. For each: the functions with the most self time, and the
-// most inclusive time (a function counted once per sample however deep it recurses). The raw
-// profiles (Chrome DevTools' .cpuprofile format) are written with --out for a closer look.
+// By default only Loom's own isolate (its Worker and Durable Objects: `core:user:loom`) is sampled;
+// --target=SUBSTRING picks others by inspector id (`d1:db` is Miniflare's local D1, `all` every
+// isolate). Every isolate shares workerd's one thread, so sampling several at once distorts them
+// (each profiler may charge another isolate's time to its last frame): compare an isolate's busy
+// time with workerd's CPU (`--server-pid` in the benches) rather than adding isolates up. For each
+// isolate: the functions with the most self time, and the most inclusive time (a function counted
+// once per sample however deep it recurses). The raw profiles (Chrome DevTools' .cpuprofile
+// format) are written with --out for a closer look.
 import { writeFileSync } from "node:fs";
 
 const args = Object.fromEntries(
@@ -19,10 +23,12 @@ const args = Object.fromEntries(
 const port = Number(args["inspector-port"] ?? 9229);
 const seconds = Number(args.seconds ?? 20);
 const top = Number(args.top ?? 40);
-const interval = Number(args["interval-us"] ?? 200);
+const interval = Number(args["interval-us"] ?? 250);
+const wanted = args.target ?? "core:user";
 
-const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
-if (!Array.isArray(targets) || targets.length === 0) throw new Error("the inspector lists no isolate");
+const listed = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
+const targets = listed.filter((target) => wanted === "all" || String(target.id).includes(wanted));
+if (targets.length === 0) throw new Error(`the inspector lists no isolate matching ${wanted}`);
 
 /** Opens one target's socket and returns a `send(method, params)` that resolves to the result. */
 async function connect(url) {
