@@ -27,6 +27,20 @@ export interface StageExtras {
   /** Chunk rows of this shard's `rowsTop` best candidates and of `rowids`. */
   rowsTop?: number;
   rowids?: number[];
+  /** The int8 vectors of all this answer's candidates (RowCodes). */
+  codes?: boolean;
+}
+
+/**
+ * Some rows' int8 vectors and scales as the shard's scan holds them (VectorStore.codesOf): rows
+ * asked about and not listed have no vector. The Worker scores vector feedback over the query's
+ * candidates with them (sharded-codes.ts) instead of one more round to every shard.
+ */
+export interface RowCodes {
+  rowids: Int32Array;
+  scales: Float32Array;
+  codes: Int8Array;
+  dims: number;
 }
 
 export type StageRequest =
@@ -37,7 +51,7 @@ export type StageRequest =
       stems: string[];
       filter?: FilterNode;
       /** The unfiltered vector step at once (it needs no statistics then): the int8 pool of this size. */
-      nearest?: { vector: Float32Array; pool: number };
+      nearest?: { vector: Float32Array; pool: number; codes?: boolean };
       /** Only the keyword statistics are read (RM3's stems): the backlog is not counted (answered as none). */
       keywordOnly?: boolean;
     }
@@ -46,6 +60,8 @@ export type StageRequest =
       stems: [string, number][];
       stats: KeywordStats;
       depth: number;
+      /** Only the first `head` of the `depth` best (exactly those; KeywordScorer.scoreStems). */
+      head?: number;
       filter?: FilterNode;
       extras?: StageExtras;
     }
@@ -61,6 +77,7 @@ export type StageRequest =
 /** What a step's extras brought back (see StageExtras). */
 export interface ExtrasResult {
   rows?: StageResults["rows"];
+  codes?: RowCodes;
 }
 
 export interface StatsResult {
@@ -77,6 +94,8 @@ export interface StatsResult {
   version: string;
   /** The vector step's answer when asked with the statistics. */
   nearest?: StageResults["vector"];
+  /** The int8 vectors of `nearest`'s rows, when asked. */
+  codes?: RowCodes;
 }
 
 export interface StageResults {
@@ -127,7 +146,7 @@ export class ShardStages {
         return this.stats(r);
       case "keyword": {
         const hits = this.keywords
-          .scoreStems(new Map(r.stems), r.depth, this.allowed(r.filter), r.stats)
+          .scoreStems(new Map(r.stems), r.depth, this.allowed(r.filter), r.stats, r.head)
           .map((h) => ({ id: h.rowid, score: h.score }));
         return { hits, extras: this.extras(hits, r.extras) };
       }
@@ -197,7 +216,9 @@ export class ShardStages {
   private extras(hits: Scored<number>[], asked: StageExtras | undefined): ExtrasResult {
     if (!asked) return {};
     const rowids = extrasCovered(hits, asked);
-    return rowids.length ? { rows: this.rows(rowids) } : {};
+    const out: ExtrasResult = rowids.length ? { rows: this.rows(rowids) } : {};
+    if (asked.codes) out.codes = this.vectors.codesOf(hits.map((h) => h.id));
+    return out;
   }
 
   private stats(r: StageOf<"stats">): StatsResult {
@@ -217,8 +238,13 @@ export class ShardStages {
       vectors: this.vectors.size,
       backlog: r.keywordOnly ? { documents: 0, chunks: 0 } : this.backlog(),
       version: this.keywords.version(),
-      ...(r.nearest ? { nearest: this.vectors.scan(r.nearest.vector, r.nearest.pool, undefined) } : {}),
+      ...(r.nearest ? this.nearestWithStats(r.nearest) : {}),
     };
+  }
+
+  private nearestWithStats(r: NonNullable<StageOf<"stats">["nearest"]>): Pick<StatsResult, "nearest" | "codes"> {
+    const nearest = this.vectors.scan(r.vector, r.pool, undefined);
+    return r.codes ? { nearest, codes: this.vectors.codesOf(nearest.map((c) => c.rowid)) } : { nearest };
   }
 
   private countAllowed(filter: FilterNode): number {
