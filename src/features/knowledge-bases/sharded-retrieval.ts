@@ -21,7 +21,7 @@ import type { ShardScatter } from "./shard-scatter";
 import { SentAhead } from "./sharded-ahead";
 import { ShardedVectorHalf } from "./sharded-vector-half";
 import { byScore, knownDfOf, rememberDf, statsFor, sumStats, type GlobalStats } from "./sharded-stats";
-import type { StageExtras } from "./index/shard-stages";
+import { poolCoded, type StageExtras } from "./index/shard-stages";
 
 /**
  * ChunkRetriever.retrieve's pipeline over a sharded knowledge base, run in the Worker: each step
@@ -51,17 +51,12 @@ export class ShardedRetrieval {
     frequencies: boolean,
     stems: string[],
     filter: RetrieveRequest["filter"],
-    nearest?: { vector: Float32Array; pool: number; codes?: boolean },
+    nearest?: { vector: Float32Array; pool: number; codes?: number },
   ) {
     const answers = await this.scatter.all<"stats">({ kind: "stats", words, frequencies, stems, filter, nearest });
     rememberDf(this.scatter.kbId, answers);
     for (const [s, a] of answers)
-      if (a.nearest)
-        this.vectors.codes.take(
-          s,
-          a.nearest.map((c) => c.rowid),
-          a.codes,
-        );
+      if (a.nearest) this.vectors.codes.take(s, poolCoded(a.nearest, nearest?.codes ?? 0), a.codes);
     return sumStats(answers);
   }
 
@@ -150,7 +145,9 @@ export class ShardedRetrieval {
 
   /**
    * ChunkRetriever.keywordRows over the shards (without its FTS5 fallback: a failing shard is
-   * reported missing); the last pass brings `last`'s extras. Feedback texts and titles are asked
+   * reported missing); the last pass brings `last`'s extras, and the title stems of each shard's
+   * first TITLE_BOOST.rerank candidates (the title boost's own step is gone: a shard reads the
+   * text of its documents' first chunks only, the others have no title). Feedback texts are asked
    * for the merged head only: sent ahead from every shard's head they cost more (stemming a dozen
    * times the chunks) than the round trip they save.
    */
@@ -164,6 +161,7 @@ export class ShardedRetrieval {
   ): Promise<Scored<number>[]> {
     const counts = queryTermCounts(text);
     if (counts.size === 0) return [];
+    const final = (shard: ShardInfo): StageExtras => ({ ...last?.(shard), titles: true });
     const chosen = selectTerms([...counts.keys()], (t) => global.frequency[t] ?? 0);
     if (chosen.length === 0) return [];
     const query = new Map<string, number>();
@@ -178,7 +176,7 @@ export class ShardedRetrieval {
       global.keyword,
       depth,
       request.filter,
-      feedback ? undefined : last,
+      feedback ? undefined : final,
       feedback ? FEEDBACK.docs : undefined,
     );
     if (feedback === false || hits.length < 2) return this.boost(hits, query, global.keyword);
@@ -196,7 +194,7 @@ export class ShardedRetrieval {
     const expanded = expandWithFeedback(query, docs, (stem) =>
       Math.log(1 + stats.chunks / (1 + (stats.df[stem] ?? 0))),
     );
-    return this.boost(await this.keywordTop(expanded, stats, depth, request.filter, last), expanded, stats);
+    return this.boost(await this.keywordTop(expanded, stats, depth, request.filter, final), expanded, stats);
   }
 
   private async oneQuery(
@@ -210,7 +208,11 @@ export class ShardedRetrieval {
     // Unfiltered, the vector step needs no statistics (no filter to count), so it comes with them.
     const nearest =
       request.mode !== "keyword" && query.vector && request.filter === undefined
-        ? { vector: Float32Array.from(query.vector), pool: request.depth * 2 + 64, codes }
+        ? {
+            vector: Float32Array.from(query.vector),
+            pool: request.depth * 2 + 64,
+            ...(codes ? { codes: request.depth } : {}),
+          }
         : undefined;
     const global = await this.stats(words, words.length > MAX_SCORED_TERMS, [], request.filter, nearest);
     let vector: Scored<number>[] = [];

@@ -1,6 +1,6 @@
 import type { FilterNode } from "../metadata-filter";
 import { feedbackWords } from "./keyword-feedback";
-import { leadingTitle } from "./title-boost";
+import { leadingTitle, TITLE_BOOST } from "./title-boost";
 import type { Scored } from "./hybrid-search";
 import type { KeywordScorer, KeywordStats } from "./keyword-scorer";
 import type { VectorStore } from "./vector-store";
@@ -29,6 +29,11 @@ export interface StageExtras {
   rowids?: number[];
   /** The int8 vectors of all this answer's candidates (RowCodes). */
   codes?: boolean;
+  /**
+   * Title stems of this answer's first TITLE_BOOST.rerank candidates (every row the merged head
+   * the title boost re-ranks can hold from this shard), so the boost needs no step of its own.
+   */
+  titles?: boolean;
 }
 
 /**
@@ -51,7 +56,8 @@ export type StageRequest =
       stems: string[];
       filter?: FilterNode;
       /** The unfiltered vector step at once (it needs no statistics then): the int8 pool of this size. */
-      nearest?: { vector: Float32Array; pool: number; codes?: boolean };
+      /** With `codes`, the int8 vectors of the pool's `codes` best rows by exact score (RowCodes). */
+      nearest?: { vector: Float32Array; pool: number; codes?: number };
       /** Only the keyword statistics are read (RM3's stems): the backlog is not counted (answered as none). */
       keywordOnly?: boolean;
     }
@@ -78,6 +84,7 @@ export type StageRequest =
 export interface ExtrasResult {
   rows?: StageResults["rows"];
   codes?: RowCodes;
+  titles?: StageResults["titles"];
 }
 
 export interface StatsResult {
@@ -109,6 +116,14 @@ export interface StageResults {
   nearestAmong: { hits: Scored<number>[]; extras: ExtrasResult };
   rows: { rowid: number; chunk: StoredChunk }[];
   pageTexts: [string, string][];
+}
+
+/** The rows of a pool whose codes a stats step sends (the Worker computes the same from the pool). */
+export function poolCoded(pool: StageResults["vector"], n: number): number[] {
+  return [...pool]
+    .sort((a, b) => b.score - a.score || a.rowid - b.rowid)
+    .slice(0, n)
+    .map((c) => c.rowid);
 }
 
 /** The rowids a step's extras are about (the Worker computes the same from the hits it gets back). */
@@ -195,7 +210,8 @@ export class ShardStages {
     const cache = this.titleCache.stems;
     const unknown = rowids.filter((r) => !cache.has(r));
     for (const r of unknown) cache.set(r, null);
-    for (const row of this.retriever.rowsByRowid(unknown, "text, position")) {
+    // Only a document's first chunk has a title (leadingTitle): the others' text is not read.
+    for (const row of this.retriever.rowsByRowid(unknown, "CASE WHEN position = 0 THEN text END AS text, position")) {
       const title = leadingTitle(row.text ?? "", row.position);
       if (title) cache.set(row.rowid, [...this.keywords.weightedStems(feedbackWords(title)).keys()]);
     }
@@ -218,6 +234,7 @@ export class ShardStages {
     const rowids = extrasCovered(hits, asked);
     const out: ExtrasResult = rowids.length ? { rows: this.rows(rowids) } : {};
     if (asked.codes) out.codes = this.vectors.codesOf(hits.map((h) => h.id));
+    if (asked.titles) out.titles = this.titles(hits.slice(0, TITLE_BOOST.rerank).map((h) => h.id));
     return out;
   }
 
@@ -244,7 +261,10 @@ export class ShardStages {
 
   private nearestWithStats(r: NonNullable<StageOf<"stats">["nearest"]>): Pick<StatsResult, "nearest" | "codes"> {
     const nearest = this.vectors.scan(r.vector, r.pool, undefined);
-    return r.codes ? { nearest, codes: this.vectors.codesOf(nearest.map((c) => c.rowid)) } : { nearest };
+    if (!r.codes) return { nearest };
+    // The merged top by exact score takes a shard's rows from the best of its pool by that score
+    // (almost always its first `codes`; a row outside them is asked for, sharded-vector-half.ts).
+    return { nearest, codes: this.vectors.codesOf(poolCoded(nearest, r.codes)) };
   }
 
   private countAllowed(filter: FilterNode): number {
