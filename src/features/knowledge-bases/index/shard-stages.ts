@@ -210,9 +210,9 @@ export class ShardStages {
     const cache = this.titleCache.stems;
     const unknown = rowids.filter((r) => !cache.has(r));
     for (const r of unknown) cache.set(r, null);
-    // Only a document's first chunk has a title (leadingTitle): the others' text is not read.
-    for (const row of this.retriever.rowsByRowid(unknown, "CASE WHEN position = 0 THEN text END AS text, position")) {
-      const title = leadingTitle(row.text ?? "", row.position);
+    // Only a document's first chunk has a title (leadingTitle): the others are not read at all.
+    for (const row of this.retriever.firstChunkTexts(unknown)) {
+      const title = leadingTitle(row.text ?? "", 0);
       if (title) cache.set(row.rowid, [...this.keywords.weightedStems(feedbackWords(title)).keys()]);
     }
     if (cache.size > MAX_CACHED_TITLES) this.titleCache = { version, stems: new Map() };
