@@ -50,17 +50,14 @@ class Recording extends ShardScatter {
   }
 }
 
-/** The same, with the int8 vectors and title stems dropped from every answer: the Worker must then ask the shards. */
+/** The same, with the int8 vectors dropped from every answer: the Worker must then ask the shards. */
 class WithoutAhead extends Recording {
   override async all<K extends StageKind>(request: StageOf<K> | ((shard: ShardInfo) => StageOf<K>)) {
     const answers = await super.all<K>(request);
     for (const [, answer] of answers) {
       const a = answer as StageResults["stats"] | StageResults["keyword"];
       if ("codes" in a) delete a.codes;
-      if ("extras" in a) {
-        delete a.extras.codes;
-        delete a.extras.titles;
-      }
+      if ("extras" in a) delete a.extras.codes;
     }
     return answers;
   }
@@ -123,7 +120,7 @@ function request(text: string, vector: number[], extra: Partial<RetrieveRequest>
 const ranked = (r: Awaited<ReturnType<ShardedRetrieval["retrieve"]>>) => r.ranked.map((c) => [c.chunk.id, c.score]);
 
 describe("a sharded query's steps", () => {
-  it("scores vector feedback in the Worker from the shards' int8 vectors and takes titles from the last keyword pass: no vectorsOf, nearestAmong or titles step, the same answer", async () => {
+  it("scores vector feedback in the Worker from the shards' int8 vectors: no vectorsOf or nearestAmong step, the same answer", async () => {
     const { kb, map } = await shardedBase(reports(60));
     const vector = await someVector(kb, map.shards[0], "turbin");
     for (const [text, extra] of [
@@ -137,7 +134,6 @@ describe("a sharded query's steps", () => {
       expect(fast.ranked.length).toBeGreaterThan(5);
       expect(cut.kinds()).not.toContain("nearestAmong");
       expect(cut.kinds()).not.toContain("vectorsOf");
-      expect(cut.kinds()).not.toContain("titles");
       const stats = cut.asked.find((r) => r.kind === "stats") as StageOf<"stats">;
       expect(stats.nearest?.codes).toBe(asking.depth);
 
@@ -145,7 +141,6 @@ describe("a sharded query's steps", () => {
       const slow = await new ShardedRetrieval(asked).retrieve(request(text, vector, extra));
       expect(asked.kinds()).toContain("nearestAmong");
       expect(asked.kinds()).toContain("vectorsOf");
-      expect(asked.kinds()).toContain("titles");
       expect(ranked(fast)).toEqual(ranked(slow));
     }
   });

@@ -2,7 +2,6 @@ import { globalKey, type ShardInfo } from "./index/shard-map";
 import type { StoredChunk } from "./index/retrieval";
 import { extrasCovered, type ExtrasResult, type StageExtras } from "./index/shard-stages";
 import type { Scored } from "./index/hybrid-search";
-import { TITLE_BOOST } from "./index/title-boost";
 import { rowidsByShard, type ShardScatter } from "./shard-scatter";
 
 type Known<T> = Map<number, T | undefined>;
@@ -26,11 +25,6 @@ export class SentAhead {
     const key = (rowid: number) => globalKey(shard.index, rowid);
     for (const r of extrasCovered(hits, asked)) this.rows.set(key(r), undefined);
     for (const r of extras.rows ?? []) this.rows.set(key(r.rowid), r.chunk);
-    if (asked.titles && extras.titles) {
-      for (const h of hits.slice(0, TITLE_BOOST.rerank))
-        if (!this.titles.has(key(h.id))) this.titles.set(key(h.id), undefined);
-      for (const t of extras.titles) this.titles.set(key(t.rowid), t.stems);
-    }
   }
 
   /** Feedback stems of chunks (merged keys); none for a chunk no shard answered about. */

@@ -145,11 +145,10 @@ export class ShardedRetrieval {
 
   /**
    * ChunkRetriever.keywordRows over the shards (without its FTS5 fallback: a failing shard is
-   * reported missing); the last pass brings `last`'s extras, and the title stems of each shard's
-   * first TITLE_BOOST.rerank candidates (the title boost's own step is gone: a shard reads the
-   * text of its documents' first chunks only, the others have no title). Feedback texts are asked
-   * for the merged head only: sent ahead from every shard's head they cost more (stemming a dozen
-   * times the chunks) than the round trip they save.
+   * reported missing); the last pass brings `last`'s extras. Feedback texts and titles are asked
+   * for the merged head only: sent ahead from every shard's head they cost more than the round
+   * trip they save (stemming a dozen times the texts; for titles, a SQLite row lookup for each
+   * shard's 50 best instead of the merged 50: measured, BENCHMARKS.md fifth pass).
    */
   private async keywordRows(
     text: string,
@@ -161,7 +160,6 @@ export class ShardedRetrieval {
   ): Promise<Scored<number>[]> {
     const counts = queryTermCounts(text);
     if (counts.size === 0) return [];
-    const final = (shard: ShardInfo): StageExtras => ({ ...last?.(shard), titles: true });
     const chosen = selectTerms([...counts.keys()], (t) => global.frequency[t] ?? 0);
     if (chosen.length === 0) return [];
     const query = new Map<string, number>();
@@ -176,7 +174,7 @@ export class ShardedRetrieval {
       global.keyword,
       depth,
       request.filter,
-      feedback ? undefined : final,
+      feedback ? undefined : last,
       feedback ? FEEDBACK.docs : undefined,
     );
     if (feedback === false || hits.length < 2) return this.boost(hits, query, global.keyword);
@@ -194,7 +192,7 @@ export class ShardedRetrieval {
     const expanded = expandWithFeedback(query, docs, (stem) =>
       Math.log(1 + stats.chunks / (1 + (stats.df[stem] ?? 0))),
     );
-    return this.boost(await this.keywordTop(expanded, stats, depth, request.filter, final), expanded, stats);
+    return this.boost(await this.keywordTop(expanded, stats, depth, request.filter, last), expanded, stats);
   }
 
   private async oneQuery(

@@ -1,6 +1,6 @@
 import type { FilterNode } from "../metadata-filter";
 import { feedbackWords } from "./keyword-feedback";
-import { leadingTitle, TITLE_BOOST } from "./title-boost";
+import { leadingTitle } from "./title-boost";
 import type { Scored } from "./hybrid-search";
 import type { KeywordScorer, KeywordStats } from "./keyword-scorer";
 import type { VectorStore } from "./vector-store";
@@ -29,11 +29,6 @@ export interface StageExtras {
   rowids?: number[];
   /** The int8 vectors of all this answer's candidates (RowCodes). */
   codes?: boolean;
-  /**
-   * Title stems of this answer's first TITLE_BOOST.rerank candidates (every row the merged head
-   * the title boost re-ranks can hold from this shard), so the boost needs no step of its own.
-   */
-  titles?: boolean;
 }
 
 /**
@@ -84,7 +79,6 @@ export type StageRequest =
 export interface ExtrasResult {
   rows?: StageResults["rows"];
   codes?: RowCodes;
-  titles?: StageResults["titles"];
 }
 
 export interface StatsResult {
@@ -234,7 +228,6 @@ export class ShardStages {
     const rowids = extrasCovered(hits, asked);
     const out: ExtrasResult = rowids.length ? { rows: this.rows(rowids) } : {};
     if (asked.codes) out.codes = this.vectors.codesOf(hits.map((h) => h.id));
-    if (asked.titles) out.titles = this.titles(hits.slice(0, TITLE_BOOST.rerank).map((h) => h.id));
     return out;
   }
 
