@@ -31,10 +31,11 @@ import { poolCoded, type StageExtras } from "./index/shard-stages";
  * feedback and fusion run on the merged lists; the vector search reproduces one index's int8 pool.
  * Merged lists order ties by (rowid, shard), which a split keeps (shard-map.ts globalKey).
  *
- * Each step is one round trip to every shard, and the shards' work is small beside it, so steps
- * are folded where the result stays exact: the unfiltered vector pool comes with the statistics,
- * titles with the last keyword candidates, and feedback texts and the answer's chunk rows are
- * sent ahead for the candidates most likely to need them (sharded-ahead.ts fetches the rest).
+ * Each step is one round trip to every shard, so steps are folded or cut where the result stays
+ * exact: the unfiltered vector pool comes with the statistics; BM25's first pass asks each shard
+ * for the feedback head only; in hybrid mode the candidates' int8 vectors come with the pool and
+ * the last keyword pass, and vector feedback is scored here (sharded-vector-half.ts); the keyword
+ * alone mode's chunk rows come with its last pass (sharded-ahead.ts fetches whatever is missing).
  */
 
 export class ShardedRetrieval {

@@ -16,8 +16,8 @@ import type { RankedChunk, StoredChunk } from "./retrieval";
  * their rowid in this shard.
  *
  * Every step is a round trip to every shard, so a step also carries what the next one is likely
- * to need: the unfiltered vector pool with the statistics, and (`extras`) chunk rows with the
- * last candidates. The Worker checks that what it then needs was sent and asks only for what is
+ * to need: the unfiltered vector pool with the statistics, and (`extras`) chunk rows or the int8
+ * vectors of the last candidates. The Worker checks that what it then needs was sent and asks only for what is
  * missing, so answers stay exact; the extras only save a round trip. Query vectors travel as
  * Float32Array: the vector store rounds a query to float32 before scoring anyway (so the scores
  * are the same), and a typed array copies in one piece where an array of numbers is cloned
