@@ -94,6 +94,8 @@ export function mergeMissing(...lists: MissingShard[][]): MissingShard[] {
  */
 export class ShardScatter {
   readonly missing = new Map<number, MissingShard["reason"]>();
+  /** Each step this query made and the calls it took (a debug log line per query, sharded-index.ts). */
+  readonly steps: { kind: StageKind; calls: number }[] = [];
   private readonly stubs = new Map<number, ReturnType<typeof rpcStub<KnowledgeBaseIndex>>>();
 
   constructor(
@@ -124,7 +126,9 @@ export class ShardScatter {
     // Marked handled: with no call left racing it, its rejection must not count as unhandled.
     deadline.catch(() => undefined);
     try {
-      const answers = await Promise.all(shards.map((s) => this.call(s, requestFor(s), deadline)));
+      const requests = shards.map(requestFor);
+      if (requests.length) this.steps.push({ kind: requests[0].kind, calls: requests.length });
+      const answers = await Promise.all(shards.map((s, i) => this.call(s, requests[i], deadline)));
       return shards.flatMap((s, i): [ShardInfo, StageResults[K]][] => {
         const answer = answers[i];
         return answer === undefined ? [] : [[s, answer]];

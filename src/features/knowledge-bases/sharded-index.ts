@@ -82,6 +82,11 @@ export class ShardedKnowledgeBaseIndex {
       const scatter = new ShardScatter(this.env, this.kbId, map, this.timeoutMs);
       try {
         const result = await new ShardedRetrieval(scatter).retrieve(request);
+        logEvent("debug", "knowledge_base_sharded_query", {
+          shards: map.shards.length,
+          calls: scatter.steps.reduce((n, s) => n + s.calls, 0),
+          steps: scatter.steps.map((s) => `${s.kind}:${s.calls}`).join(" "),
+        });
         const missing = scatter.missingShards();
         return missing.length ? { ...result, partial: { missing } } : result;
       } catch (error) {

@@ -4,8 +4,6 @@ import { MAX_SCORED_TERMS, queryTermCounts, selectTerms } from "./index/keyword-
 import { expandWithFeedback, FEEDBACK } from "./index/keyword-feedback";
 import { bm25Idf, type KeywordStats } from "./index/keyword-scorer";
 import { boostTitles, TITLE_BOOST } from "./index/title-boost";
-import { rocchio, VECTOR_FEEDBACK } from "./index/vector-feedback";
-import { SPARSE_FILTER_SHARE } from "./index/vector-store";
 import { MAX_TOP_K } from "./index/vector-index";
 import { globalKey, type ShardInfo } from "./index/shard-map";
 import type { KeywordHit } from "./index/chunk-retriever";
@@ -21,8 +19,9 @@ import {
 } from "./index/retrieval";
 import type { ShardScatter } from "./shard-scatter";
 import { SentAhead } from "./sharded-ahead";
+import { ShardedVectorHalf } from "./sharded-vector-half";
 import { byScore, knownDfOf, rememberDf, statsFor, sumStats, type GlobalStats } from "./sharded-stats";
-import type { StageExtras } from "./index/shard-stages";
+import { poolCoded, type StageExtras } from "./index/shard-stages";
 
 /**
  * ChunkRetriever.retrieve's pipeline over a sharded knowledge base, run in the Worker: each step
@@ -32,17 +31,20 @@ import type { StageExtras } from "./index/shard-stages";
  * feedback and fusion run on the merged lists; the vector search reproduces one index's int8 pool.
  * Merged lists order ties by (rowid, shard), which a split keeps (shard-map.ts globalKey).
  *
- * Each step is one round trip to every shard, and the shards' work is small beside it, so steps
- * are folded where the result stays exact: the unfiltered vector pool comes with the statistics,
- * titles with the last keyword candidates, and feedback texts and the answer's chunk rows are
- * sent ahead for the candidates most likely to need them (sharded-ahead.ts fetches the rest).
+ * Each step is one round trip to every shard, so steps are folded or cut where the result stays
+ * exact: the unfiltered vector pool comes with the statistics; BM25's first pass asks each shard
+ * for the feedback head only; in hybrid mode the candidates' int8 vectors come with the pool and
+ * the last keyword pass, and vector feedback is scored here (sharded-vector-half.ts); the keyword
+ * alone mode's chunk rows come with its last pass (sharded-ahead.ts fetches whatever is missing).
  */
 
 export class ShardedRetrieval {
   private readonly ahead: SentAhead;
+  private readonly vectors: ShardedVectorHalf;
 
   constructor(private readonly scatter: ShardScatter) {
     this.ahead = new SentAhead(scatter);
+    this.vectors = new ShardedVectorHalf(scatter, this.ahead);
   }
 
   private async stats(
@@ -50,10 +52,12 @@ export class ShardedRetrieval {
     frequencies: boolean,
     stems: string[],
     filter: RetrieveRequest["filter"],
-    nearest?: { vector: Float32Array; pool: number },
+    nearest?: { vector: Float32Array; pool: number; codes?: number },
   ) {
     const answers = await this.scatter.all<"stats">({ kind: "stats", words, frequencies, stems, filter, nearest });
     rememberDf(this.scatter.kbId, answers);
+    for (const [s, a] of answers)
+      if (a.nearest) this.vectors.codes.take(s, poolCoded(a.nearest, nearest?.codes ?? 0), a.codes);
     return sumStats(answers);
   }
 
@@ -98,19 +102,34 @@ export class ShardedRetrieval {
     depth: number,
     filter: RetrieveRequest["filter"],
     extras?: (shard: ShardInfo) => StageExtras | undefined,
+    head?: number,
   ) {
-    const base = { kind: "keyword" as const, stems: [...stems], stats: statsFor(stems.keys(), stats), depth, filter };
+    const base = {
+      kind: "keyword" as const,
+      stems: [...stems],
+      stats: statsFor(stems.keys(), stats),
+      depth,
+      filter,
+      ...(head === undefined ? {} : { head }),
+    };
     const asked = new Map<number, StageExtras | undefined>();
     const answers = await this.scatter.all<"keyword">((shard) => {
       const e = extras?.(shard);
       asked.set(shard.index, e);
       return e ? { ...base, extras: e } : base;
     });
-    for (const [s, a] of answers) this.ahead.take(s, a.hits, asked.get(s.index), a.extras);
+    for (const [s, a] of answers) {
+      this.ahead.take(s, a.hits, asked.get(s.index), a.extras);
+      this.vectors.codes.take(
+        s,
+        a.hits.map((h) => h.id),
+        a.extras.codes,
+      );
+    }
     return answers
       .flatMap(([s, a]) => a.hits.map((h) => ({ key: globalKey(s.index, h.id), score: h.score })))
       .sort(byScore)
-      .slice(0, depth)
+      .slice(0, head ?? depth)
       .map((h) => ({ id: h.key, score: h.score }));
   }
 
@@ -128,8 +147,9 @@ export class ShardedRetrieval {
   /**
    * ChunkRetriever.keywordRows over the shards (without its FTS5 fallback: a failing shard is
    * reported missing); the last pass brings `last`'s extras. Feedback texts and titles are asked
-   * for the merged head only: sent ahead from every shard's head they cost more (stemming a dozen
-   * times the chunks) than the round trip they save.
+   * for the merged head only: sent ahead from every shard's head they cost more than the round
+   * trip they save (stemming a dozen times the texts; for titles, a SQLite row lookup for each
+   * shard's 50 best instead of the merged 50: measured, BENCHMARKS.md fifth pass).
    */
   private async keywordRows(
     text: string,
@@ -146,7 +166,18 @@ export class ShardedRetrieval {
     const query = new Map<string, number>();
     for (const word of chosen)
       for (const stem of global.stemsOf[word] ?? []) query.set(stem, (query.get(stem) ?? 0) + (counts.get(word) ?? 1));
-    const hits = await this.keywordTop(query, global.keyword, depth, request.filter, feedback ? undefined : last);
+    // With feedback this pass serves only its first FEEDBACK.docs rows (and whether it has 2), as
+    // in ChunkRetriever: each shard sends its own first FEEDBACK.docs, which hold the merged first
+    // FEEDBACK.docs (a shard orders equal scores by rowid, the merge by rowid then shard, so the
+    // merged head takes from each shard a prefix of that shard's own order).
+    const hits = await this.keywordTop(
+      query,
+      global.keyword,
+      depth,
+      request.filter,
+      feedback ? undefined : last,
+      feedback ? FEEDBACK.docs : undefined,
+    );
     if (feedback === false || hits.length < 2) return this.boost(hits, query, global.keyword);
     const top = hits.slice(0, FEEDBACK.docs);
     const texts = await this.ahead.feedbackOf(top.map((h) => h.id));
@@ -165,94 +196,28 @@ export class ShardedRetrieval {
     return this.boost(await this.keywordTop(expanded, stats, depth, request.filter, last), expanded, stats);
   }
 
-  /** VectorStore.nearest over the shards: the same int8 pool (or the same exact path under a narrow filter). */
-  private async vectorTop(vector: number[], request: RetrieveRequest, global: GlobalStats): Promise<Scored<number>[]> {
-    if (global.vectors === 0) return [];
-    const sparse = request.filter !== undefined && global.allowed < global.vectors * SPARSE_FILTER_SHARE;
-    const pool = Math.min(global.vectors, request.depth * 2 + 64);
-    // Unfiltered, each shard sent its pool with the statistics (each pool holds every chunk of the
-    // merged pool that shard has, as it holds its best `pool` by the same int8 score).
-    let candidates =
-      global.nearest ??
-      (
-        await this.scatter.all<"vector">({
-          kind: "vector",
-          vector: Float32Array.from(vector),
-          pool: sparse ? undefined : pool,
-          filter: request.filter,
-        })
-      ).flatMap(([s, list]) =>
-        list.map((c) => ({ key: globalKey(s.index, c.rowid), approx: c.approx, score: c.score })),
-      );
-    if (!sparse) candidates = candidates.sort((a, b) => b.approx - a.approx || a.key - b.key).slice(0, pool);
-    return candidates
-      .sort(byScore)
-      .slice(0, request.depth)
-      .map((c) => ({ id: c.key, score: c.score }));
-  }
-
-  /** Vectorize's matches (chunk ids, best first) as merged keys, each shard naming its own. */
-  private async vectorHits(hits: Scored[], request: RetrieveRequest): Promise<Scored<number>[]> {
-    // Each hit's position rides in its score, so the merged list keeps Vectorize's order.
-    const answers = await this.scatter.all<"vectorHits">({
-      kind: "vectorHits",
-      hits: hits.map((h, i) => ({ id: h.id, score: i })),
-      filter: request.filter,
-    });
-    return answers
-      .flatMap(([s, list]) => list.map((r) => ({ at: r.score, id: globalKey(s.index, r.id) })))
-      .sort((a, b) => a.at - b.at)
-      .map((r) => ({ id: r.id, score: hits[r.at].score }));
-  }
-
-  private async vectorFeedback(
-    query: number[],
-    keyword: Scored<number>[],
-    vector: Scored<number>[],
-    request: RetrieveRequest,
-  ): Promise<Scored<number>[]> {
-    const top = fuseHalves(keyword, vector, request).slice(0, VECTOR_FEEDBACK.docs);
-    const values = new Map<number, number[]>();
-    for (const [s, list] of await this.scatter.byShard<"vectorsOf">(
-      top.map((t) => t.id),
-      (rowids) => ({ kind: "vectorsOf", rowids }),
-    ))
-      for (const v of list) values.set(globalKey(s.index, v.rowid), v.values);
-    const feedbackVectors = top.map((t) => values.get(t.id)).filter((v): v is number[] => v !== undefined);
-    if (feedbackVectors.length === 0) return vector;
-    const moved = Float32Array.from(rocchio(query, feedbackVectors));
-    const candidates = [...new Set([...vector, ...keyword].map((c) => c.id))];
-    // The last step of the query: it brings the rows of each shard's best and of the keyword
-    // half's head, which the answer most likely shows.
-    const rowsAhead = keyword.slice(0, request.topK).map((h) => h.id);
-    const asked = new Map<number, StageExtras>();
-    const answers = await this.scatter.byShard<"nearestAmong">(candidates, (rowids, shard) => {
-      const extras: StageExtras = { rowsTop: request.topK, rowids: SentAhead.rowidsOn(shard, rowsAhead) };
-      asked.set(shard.index, extras);
-      return { kind: "nearestAmong", vector: moved, depth: request.depth, rowids, extras };
-    });
-    for (const [s, a] of answers) this.ahead.take(s, a.hits, asked.get(s.index), a.extras);
-    return answers
-      .flatMap(([s, a]) => a.hits.map((h) => ({ key: globalKey(s.index, h.id), score: h.score })))
-      .sort(byScore)
-      .slice(0, request.depth)
-      .map((h) => ({ id: h.key, score: h.score }));
-  }
-
   private async oneQuery(
     query: RetrieveRequest["queries"][number],
     request: RetrieveRequest,
   ): Promise<{ fused: Scored<number>[]; global: GlobalStats }> {
     const words = [...queryTermCounts(query.text).keys()];
+    // Vector feedback follows: the candidates' int8 vectors come with the pool and the last
+    // keyword pass, and the Worker scores it (sharded-vector-half.ts).
+    const codes = request.mode === "hybrid" && query.vector !== undefined;
     // Unfiltered, the vector step needs no statistics (no filter to count), so it comes with them.
     const nearest =
       request.mode !== "keyword" && query.vector && request.filter === undefined
-        ? { vector: Float32Array.from(query.vector), pool: request.depth * 2 + 64 }
+        ? {
+            vector: Float32Array.from(query.vector),
+            pool: request.depth * 2 + 64,
+            ...(codes ? { codes: request.depth } : {}),
+          }
         : undefined;
     const global = await this.stats(words, words.length > MAX_SCORED_TERMS, [], request.filter, nearest);
     let vector: Scored<number>[] = [];
-    if (request.mode !== "keyword" && query.vector) vector = await this.vectorTop(query.vector, request, global);
-    else if (request.mode !== "keyword" && query.vectorHits) vector = await this.vectorHits(query.vectorHits, request);
+    if (request.mode !== "keyword" && query.vector) vector = await this.vectors.top(query.vector, request, global);
+    else if (request.mode !== "keyword" && query.vectorHits)
+      vector = await this.vectors.hits(query.vectorHits, request);
     // Feedback chunks from BM25's own first pass, as ChunkRetriever.retrieve takes them.
     const keyword =
       request.mode !== "vector"
@@ -263,11 +228,11 @@ export class ShardedRetrieval {
             global,
             true,
             // Keyword alone, the answer's rows most likely are the last pass's best.
-            request.mode === "keyword" ? () => ({ rowsTop: request.topK }) : undefined,
+            request.mode === "keyword" ? () => ({ rowsTop: request.topK }) : codes ? () => ({ codes }) : undefined,
           )
         : [];
     if (request.mode === "hybrid" && query.vector && vector.length && keyword.length)
-      vector = await this.vectorFeedback(query.vector, keyword, vector, request);
+      vector = await this.vectors.feedback(query.vector, keyword, vector, request);
     return { fused: fuseHalves(keyword, vector, request), global };
   }
 

@@ -86,6 +86,23 @@ export class ChunkRetriever {
     return out;
   }
 
+  /** The text of those of some rows that are their document's first chunk (the only ones a title can lead). */
+  firstChunkTexts(rowids: number[]): { rowid: number; text: string | null }[] {
+    const out: { rowid: number; text: string | null }[] = [];
+    for (let i = 0; i < rowids.length; i += IN_BATCH) {
+      const part = rowids.slice(i, i + IN_BATCH);
+      out.push(
+        ...this.sql
+          .exec<{ rowid: number; text: string | null }>(
+            `SELECT rowid, text FROM items WHERE rowid IN (${part.map(() => "?").join(",")}) AND position = 0`,
+            ...part,
+          )
+          .toArray(),
+      );
+    }
+    return out;
+  }
+
   /** Ids (and, when asked, parsed metadata) of some rows, by rowid. */
   private rowsOf(rowids: number[], withMetadata: boolean): Map<number, { id: string; metadata: VectorMetadata }> {
     const rows = this.rowsByRowid(rowids, withMetadata ? "id, metadata" : "id, '{}' AS metadata");

@@ -16,8 +16,8 @@ import type { RankedChunk, StoredChunk } from "./retrieval";
  * their rowid in this shard.
  *
  * Every step is a round trip to every shard, so a step also carries what the next one is likely
- * to need: the unfiltered vector pool with the statistics, and (`extras`) chunk rows with the
- * last candidates. The Worker checks that what it then needs was sent and asks only for what is
+ * to need: the unfiltered vector pool with the statistics, and (`extras`) chunk rows or the int8
+ * vectors of the last candidates. The Worker checks that what it then needs was sent and asks only for what is
  * missing, so answers stay exact; the extras only save a round trip. Query vectors travel as
  * Float32Array: the vector store rounds a query to float32 before scoring anyway (so the scores
  * are the same), and a typed array copies in one piece where an array of numbers is cloned
@@ -27,6 +27,20 @@ export interface StageExtras {
   /** Chunk rows of this shard's `rowsTop` best candidates and of `rowids`. */
   rowsTop?: number;
   rowids?: number[];
+  /** The int8 vectors of all this answer's candidates (RowCodes). */
+  codes?: boolean;
+}
+
+/**
+ * Some rows' int8 vectors and scales as the shard's scan holds them (VectorStore.codesOf): rows
+ * asked about and not listed have no vector. The Worker scores vector feedback over the query's
+ * candidates with them (sharded-codes.ts) instead of one more round to every shard.
+ */
+export interface RowCodes {
+  rowids: Int32Array;
+  scales: Float32Array;
+  codes: Int8Array;
+  dims: number;
 }
 
 export type StageRequest =
@@ -37,7 +51,8 @@ export type StageRequest =
       stems: string[];
       filter?: FilterNode;
       /** The unfiltered vector step at once (it needs no statistics then): the int8 pool of this size. */
-      nearest?: { vector: Float32Array; pool: number };
+      /** With `codes`, the int8 vectors of the pool's `codes` best rows by exact score (RowCodes). */
+      nearest?: { vector: Float32Array; pool: number; codes?: number };
       /** Only the keyword statistics are read (RM3's stems): the backlog is not counted (answered as none). */
       keywordOnly?: boolean;
     }
@@ -46,6 +61,8 @@ export type StageRequest =
       stems: [string, number][];
       stats: KeywordStats;
       depth: number;
+      /** Only the first `head` of the `depth` best (exactly those; KeywordScorer.scoreStems). */
+      head?: number;
       filter?: FilterNode;
       extras?: StageExtras;
     }
@@ -61,6 +78,7 @@ export type StageRequest =
 /** What a step's extras brought back (see StageExtras). */
 export interface ExtrasResult {
   rows?: StageResults["rows"];
+  codes?: RowCodes;
 }
 
 export interface StatsResult {
@@ -77,6 +95,8 @@ export interface StatsResult {
   version: string;
   /** The vector step's answer when asked with the statistics. */
   nearest?: StageResults["vector"];
+  /** The int8 vectors of `nearest`'s rows, when asked. */
+  codes?: RowCodes;
 }
 
 export interface StageResults {
@@ -90,6 +110,14 @@ export interface StageResults {
   nearestAmong: { hits: Scored<number>[]; extras: ExtrasResult };
   rows: { rowid: number; chunk: StoredChunk }[];
   pageTexts: [string, string][];
+}
+
+/** The rows of a pool whose codes a stats step sends (the Worker computes the same from the pool). */
+export function poolCoded(pool: StageResults["vector"], n: number): number[] {
+  return [...pool]
+    .sort((a, b) => b.score - a.score || a.rowid - b.rowid)
+    .slice(0, n)
+    .map((c) => c.rowid);
 }
 
 /** The rowids a step's extras are about (the Worker computes the same from the hits it gets back). */
@@ -127,7 +155,7 @@ export class ShardStages {
         return this.stats(r);
       case "keyword": {
         const hits = this.keywords
-          .scoreStems(new Map(r.stems), r.depth, this.allowed(r.filter), r.stats)
+          .scoreStems(new Map(r.stems), r.depth, this.allowed(r.filter), r.stats, r.head)
           .map((h) => ({ id: h.rowid, score: h.score }));
         return { hits, extras: this.extras(hits, r.extras) };
       }
@@ -176,8 +204,9 @@ export class ShardStages {
     const cache = this.titleCache.stems;
     const unknown = rowids.filter((r) => !cache.has(r));
     for (const r of unknown) cache.set(r, null);
-    for (const row of this.retriever.rowsByRowid(unknown, "text, position")) {
-      const title = leadingTitle(row.text ?? "", row.position);
+    // Only a document's first chunk has a title (leadingTitle): the others are not read at all.
+    for (const row of this.retriever.firstChunkTexts(unknown)) {
+      const title = leadingTitle(row.text ?? "", 0);
       if (title) cache.set(row.rowid, [...this.keywords.weightedStems(feedbackWords(title)).keys()]);
     }
     if (cache.size > MAX_CACHED_TITLES) this.titleCache = { version, stems: new Map() };
@@ -197,7 +226,9 @@ export class ShardStages {
   private extras(hits: Scored<number>[], asked: StageExtras | undefined): ExtrasResult {
     if (!asked) return {};
     const rowids = extrasCovered(hits, asked);
-    return rowids.length ? { rows: this.rows(rowids) } : {};
+    const out: ExtrasResult = rowids.length ? { rows: this.rows(rowids) } : {};
+    if (asked.codes) out.codes = this.vectors.codesOf(hits.map((h) => h.id));
+    return out;
   }
 
   private stats(r: StageOf<"stats">): StatsResult {
@@ -217,8 +248,16 @@ export class ShardStages {
       vectors: this.vectors.size,
       backlog: r.keywordOnly ? { documents: 0, chunks: 0 } : this.backlog(),
       version: this.keywords.version(),
-      ...(r.nearest ? { nearest: this.vectors.scan(r.nearest.vector, r.nearest.pool, undefined) } : {}),
+      ...(r.nearest ? this.nearestWithStats(r.nearest) : {}),
     };
+  }
+
+  private nearestWithStats(r: NonNullable<StageOf<"stats">["nearest"]>): Pick<StatsResult, "nearest" | "codes"> {
+    const nearest = this.vectors.scan(r.vector, r.pool, undefined);
+    if (!r.codes) return { nearest };
+    // The merged top by exact score takes a shard's rows from the best of its pool by that score
+    // (almost always its first `codes`; a row outside them is asked for, sharded-vector-half.ts).
+    return { nearest, codes: this.vectors.codesOf(poolCoded(nearest, r.codes)) };
   }
 
   private countAllowed(filter: FilterNode): number {

@@ -253,6 +253,35 @@ export class VectorStore {
     return row ? Array.from(row, (v) => v * scale) : undefined;
   }
 
+  /**
+   * Some rows' int8 values and scales as the scan holds them (rows without a vector left out), so
+   * a sharded query's coordinator can score them with the same dotRow() a shard would use
+   * (sharded-codes.ts) and skip a round to every shard.
+   */
+  codesOf(rowids: ArrayLike<number>): { rowids: Int32Array; scales: Float32Array; codes: Int8Array; dims: number } {
+    const source = this.source();
+    const dims = source?.dims ?? 0;
+    const found: number[] = [];
+    const scales: number[] = [];
+    const rows: Int8Array[] = [];
+    for (let i = 0; i < rowids.length && source; i++) {
+      const slot = source.slotOf.get(rowids[i]);
+      const row =
+        slot === undefined
+          ? undefined
+          : this.cold && source === this.cold
+            ? this.cold.row(slot)
+            : this.arena?.row(slot);
+      if (slot === undefined || !row) continue;
+      found.push(rowids[i]);
+      scales.push(source.scales[slot]);
+      rows.push(row);
+    }
+    const codes = new Int8Array(found.length * dims);
+    rows.forEach((row, i) => codes.set(row, i * dims));
+    return { rowids: Int32Array.from(found), scales: Float32Array.from(scales), codes, dims };
+  }
+
   /** The `topK` nearest rows to `query` among `allowed` (vector-scan.ts, nearestIn). */
   nearest(query: ArrayLike<number>, topK: number, allowed?: Set<number>): { rowid: number; score: number }[] {
     const source = this.source();
