@@ -25,9 +25,21 @@ export interface Flushed<R> {
 /** Resolves after the event loop's next turn (what has already arrived is delivered first). */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
+/**
+ * Longest a batch waits for callers it expects (group commit's gather window): as many calls as the
+ * last batch that filled without waiting in vain held. Callers that stopped coming cost one window,
+ * once: a wait that ends by the clock lowers the expectation to what came. A lone caller (requests
+ * in sequence) expects nobody and never waits.
+ */
+export const GATHER_MS = 3;
+
 export class IngestBatcher<J, R> {
   private queue: { jobs: J[]; resolve: (results: R[]) => void; reject: (error: unknown) => void }[] = [];
   private draining = false;
+  /** How many calls the next batch waits for, at most GATHER_MS (see GATHER_MS). */
+  private expected = 1;
+  /** Set while a batch waits for expected callers: submit() ends the wait early once they are here. */
+  private gathered: (() => void) | undefined;
 
   constructor(
     private readonly flush: (jobs: J[]) => Promise<Flushed<R>>,
@@ -39,6 +51,7 @@ export class IngestBatcher<J, R> {
   submit(jobs: J[]): Promise<R[]> {
     return new Promise<R[]>((resolve, reject) => {
       this.queue.push({ jobs, resolve, reject });
+      if (this.gathered && this.queue.length >= this.expected) this.gathered();
       if (!this.draining) void this.drain();
     });
   }
@@ -50,6 +63,7 @@ export class IngestBatcher<J, R> {
         // One event-loop turn before taking the queue: calls already delivered to the object (their
         // RPC messages waiting behind this turn) join this batch instead of starting the next one.
         await nextTurn();
+        const timedOut = this.queue.length < this.expected && !(await this.gather());
         // Whole calls only: a caller's jobs are written in one batch (one transaction).
         const taken: typeof this.queue = [];
         let weight = 0;
@@ -61,6 +75,7 @@ export class IngestBatcher<J, R> {
           this.queue.shift();
           weight += w;
         }
+        this.expected = timedOut ? taken.length : Math.max(this.expected, taken.length);
         const settle = (results: R[]): void => {
           let at = 0;
           for (const t of taken) {
@@ -82,5 +97,20 @@ export class IngestBatcher<J, R> {
     } finally {
       this.draining = false;
     }
+  }
+
+  /** Waits until the expected callers are queued (true) or GATHER_MS has passed (false). */
+  private gather(): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.gathered = undefined;
+        resolve(false);
+      }, GATHER_MS);
+      this.gathered = () => {
+        clearTimeout(timer);
+        this.gathered = undefined;
+        resolve(true);
+      };
+    });
   }
 }
