@@ -26,17 +26,22 @@ export interface Flushed<R> {
 const nextTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
 /**
- * Longest a batch waits for callers it expects (group commit's gather window): as many calls as the
- * last batch that filled without waiting in vain held. Callers that stopped coming cost one window,
- * once: a wait that ends by the clock lowers the expectation to what came. A lone caller (requests
- * in sequence) expects nobody and never waits.
+ * Longest a batch waits for the callers it expects (group commit's gather window): as many calls
+ * as the largest of the last RECENT_BATCHES batches held. With 8 single-document requests in flight
+ * the batches then hold ~4-8 documents instead of ~3, each sharing one commit, one D1 write and the
+ * statements of one transaction (BENCHMARKS.md, "Many small documents", seventh round). Callers
+ * that stopped coming cost at most one window a batch until the expectation has aged out; requests
+ * in sequence expect nobody (a batch of one) and never wait.
  */
 export const GATHER_MS = 3;
+/** How many past batches' sizes set the expectation. */
+const RECENT_BATCHES = 16;
 
 export class IngestBatcher<J, R> {
   private queue: { jobs: J[]; resolve: (results: R[]) => void; reject: (error: unknown) => void }[] = [];
   private draining = false;
-  /** How many calls the next batch waits for, at most GATHER_MS (see GATHER_MS). */
+  /** Calls in each of the last RECENT_BATCHES batches; the largest is how many the next one waits for (see GATHER_MS). */
+  private readonly recent: number[] = [];
   private expected = 1;
   /** Set while a batch waits for expected callers: submit() ends the wait early once they are here. */
   private gathered: (() => void) | undefined;
@@ -63,7 +68,7 @@ export class IngestBatcher<J, R> {
         // One event-loop turn before taking the queue: calls already delivered to the object (their
         // RPC messages waiting behind this turn) join this batch instead of starting the next one.
         await nextTurn();
-        const timedOut = this.queue.length < this.expected && !(await this.gather());
+        if (this.queue.length < this.expected) await this.gather();
         // Whole calls only: a caller's jobs are written in one batch (one transaction).
         const taken: typeof this.queue = [];
         let weight = 0;
@@ -75,7 +80,9 @@ export class IngestBatcher<J, R> {
           this.queue.shift();
           weight += w;
         }
-        this.expected = timedOut ? taken.length : Math.max(this.expected, taken.length);
+        this.recent.push(taken.length);
+        if (this.recent.length > RECENT_BATCHES) this.recent.shift();
+        this.expected = Math.max(...this.recent);
         const settle = (results: R[]): void => {
           let at = 0;
           for (const t of taken) {
@@ -99,18 +106,16 @@ export class IngestBatcher<J, R> {
     }
   }
 
-  /** Waits until the expected callers are queued (true) or GATHER_MS has passed (false). */
-  private gather(): Promise<boolean> {
-    return new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => {
-        this.gathered = undefined;
-        resolve(false);
-      }, GATHER_MS);
-      this.gathered = () => {
+  /** Waits until the expected callers are queued or GATHER_MS has passed. */
+  private gather(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
         clearTimeout(timer);
         this.gathered = undefined;
-        resolve(true);
+        resolve();
       };
+      const timer = setTimeout(done, GATHER_MS);
+      this.gathered = done;
     });
   }
 }
