@@ -30,8 +30,9 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolv
  * as the largest of the last RECENT_BATCHES batches held. With 8 single-document requests in flight
  * the batches then hold ~4-8 documents instead of ~3, each sharing one commit, one D1 write and the
  * statements of one transaction (BENCHMARKS.md, "Many small documents", seventh round). Callers
- * that stopped coming cost at most one window a batch until the expectation has aged out; requests
- * in sequence expect nobody (a batch of one) and never wait.
+ * that stopped coming cost at most one window a batch until the expectation has aged out (16
+ * batches); requests in sequence expect nobody (batches of one) and never wait. The thread is not
+ * idle meanwhile: it runs the expected callers' requests up to their call.
  */
 export const GATHER_MS = 3;
 /** How many past batches' sizes set the expectation. */
@@ -50,6 +51,8 @@ export class IngestBatcher<J, R> {
     private readonly flush: (jobs: J[]) => Promise<Flushed<R>>,
     private readonly weight: (job: J) => number,
     private readonly maxWeight: number,
+    /** The gather window (GATHER_MS; tests pass their own). */
+    private readonly gatherMs = GATHER_MS,
   ) {}
 
   /** Answers the results of these jobs, in order, once the batch holding them is written. */
@@ -106,7 +109,7 @@ export class IngestBatcher<J, R> {
     }
   }
 
-  /** Waits until the expected callers are queued or GATHER_MS has passed. */
+  /** Waits until the expected callers are queued or the gather window has passed. */
   private gather(): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = (): void => {
@@ -114,7 +117,7 @@ export class IngestBatcher<J, R> {
         this.gathered = undefined;
         resolve();
       };
-      const timer = setTimeout(done, GATHER_MS);
+      const timer = setTimeout(done, this.gatherMs);
       this.gathered = done;
     });
   }
