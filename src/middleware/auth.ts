@@ -42,7 +42,7 @@ export interface Prefetch {
  * read as `keyRead` below, columns renamed `auth_*` so a prefetched row's columns cannot collide.
  */
 const KEY_SQL =
-  'SELECT k.id AS auth_key_id, k.last_used_at AS auth_last_used_at, k.user_id AS auth_user_id, u.org_id AS auth_org_id, u.role AS auth_role, u.suspended AS auth_suspended FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ? AND k.revoked_at IS NULL LIMIT 1';
+  "SELECT k.id AS auth_key_id, k.last_used_at AS auth_last_used_at, k.user_id AS auth_user_id, u.org_id AS auth_org_id, u.role AS auth_role, u.suspended AS auth_suspended FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ? AND k.revoked_at IS NULL LIMIT 1";
 
 interface KeyRow {
   keyId: string;

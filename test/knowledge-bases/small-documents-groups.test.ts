@@ -5,7 +5,7 @@ import { b64, createKb, post, send, type Body } from "./kb-fixtures";
 import type { KnowledgeBaseIndex } from "../../src/features/knowledge-bases/index/knowledge-base-index";
 import { readOriginal } from "../../src/features/knowledge-bases/originals";
 import { recordDocuments, statementSpec } from "../../src/features/knowledge-bases/documents.repository";
-import { auditInsert } from "../../src/features/audit/audit.service";
+import { auditInsert, auditInsertSpec } from "../../src/features/audit/audit.service";
 
 // Issue 14, fifth round: concurrent batch requests written as one group by the index object, whose
 // bookkeeping (`finished` rows, pending audit entries, the items lookup) is now one statement per
@@ -151,6 +151,42 @@ describe("knowledge bases: concurrent small-document batches", () => {
         actor_id: org.owner.userId,
         target_id: `kb-${i + 1}`,
         details: JSON.stringify({ document_id: `doc-${i + 1}`, name: `it's "${i + 1}".txt`, source: "file" }),
+      })),
+    );
+  });
+
+  it("builds the index route's audit entry without drizzle exactly as drizzle's insert ignoring a repeat, and groups it with others", async () => {
+    const org = await seedOrg();
+    const auth = { userId: org.owner.userId, orgId: org.orgId, role: "owner" as const, via: "api_key" as const };
+    const entry = (n: number) => ({
+      action: "knowledge_base.index",
+      targetType: "knowledge_base",
+      targetId: `kb-${n}`,
+      details: { document_id: `doc-${n}`, name: `it's "${n}".txt`, source: "file" },
+    });
+    const drizzled = statementSpec(auditInsert(env, auth, entry(1)).onConflictDoNothing());
+    const direct = auditInsertSpec(auth, entry(1));
+    expect(direct.sql).toBe(drizzled.sql);
+    // Same parameters but the fresh id and timestamp.
+    expect([direct.params[1], ...direct.params.slice(2, 7)]).toEqual([
+      drizzled.params[1],
+      ...drizzled.params.slice(2, 7),
+    ]);
+    const audits = [auditInsertSpec(auth, entry(2)), direct, auditInsertSpec(auth, entry(3))];
+    await recordDocuments(env, [], audits);
+    await recordDocuments(env, [], audits);
+    const rows = await env.DB.prepare(
+      "SELECT id, actor_id, target_id, details, created_at FROM audit_log WHERE org_id = ? AND action = 'knowledge_base.index' ORDER BY target_id",
+    )
+      .bind(org.orgId)
+      .all<{ id: string; actor_id: string; target_id: string; details: string; created_at: string }>();
+    expect(rows.results).toEqual(
+      [direct, audits[0], audits[2]].map((a, i) => ({
+        id: a.params[0],
+        actor_id: org.owner.userId,
+        target_id: `kb-${i + 1}`,
+        details: JSON.stringify(entry(i + 1).details),
+        created_at: a.params[7],
       })),
     );
   });

@@ -78,7 +78,9 @@ function auditStatements(env: Env, audits: StatementSpec[]): D1PreparedStatement
   }
   return [...bySql].flatMap(([text, specs]) => {
     const grouped = specs.length > 1 ? groupedInsert(text) : null;
-    const scalar = specs.every((a) => a.params.every((p) => p === null || typeof p === "string" || typeof p === "number"));
+    const scalar = specs.every((a) =>
+      a.params.every((p) => p === null || typeof p === "string" || typeof p === "number"),
+    );
     if (!grouped || !scalar) return specs.map((a) => env.DB.prepare(a.sql).bind(...a.params));
     return [env.DB.prepare(grouped).bind(JSON.stringify(specs.map((a) => a.params)))];
   });

@@ -86,17 +86,17 @@ export function planFiles(
   if (fresh.length === 0) return plan;
   // The index object may write it again after a restart: the repeat is ignored.
   plan.audit = auditInsertSpec(auth, {
-      action: "knowledge_base.index",
-      targetType: "knowledge_base",
-      targetId: kb.id,
-      details:
-        fresh.length === 1
-          ? { document_id: fresh[0].row.id, name: fresh[0].row.name, source: "file" }
-          : {
-              document_ids: fresh.map((f) => f.row.id),
-              names: fresh.slice(0, 20).map((f) => f.row.name),
-              source: "file",
-            },
+    action: "knowledge_base.index",
+    targetType: "knowledge_base",
+    targetId: kb.id,
+    details:
+      fresh.length === 1
+        ? { document_id: fresh[0].row.id, name: fresh[0].row.name, source: "file" }
+        : {
+            document_ids: fresh.map((f) => f.row.id),
+            names: fresh.slice(0, 20).map((f) => f.row.name),
+            source: "file",
+          },
   });
   for (const { file, row } of fresh) {
     const chunks =

@@ -100,19 +100,24 @@ export async function writableKnowledgeBaseWithHashes(
  */
 /** The knowledge base's columns by property, and its SELECT by id, written once from the schema (no query building per request). */
 const KB_COLUMNS = Object.entries(getTableColumns(knowledgeBases));
-const KB_BY_ID = `SELECT ${KB_COLUMNS.map(([, column]) => `"${column.name}"`).join(", ")} FROM knowledge_bases WHERE id = ? LIMIT 1`;
+export const KNOWLEDGE_BASE_BY_ID = `SELECT ${KB_COLUMNS.map(([, column]) => `"${column.name}"`).join(", ")} FROM knowledge_bases WHERE id = ? LIMIT 1`;
+
+/** A row of KNOWLEDGE_BASE_BY_ID (or its columns in a joined row) as drizzle maps it: by each column's own driver mapping (booleans, JSON). */
+export function knowledgeBaseFromColumns(columns: Record<string, unknown>): KnowledgeBaseRow | undefined {
+  if (columns.id === null || columns.id === undefined) return undefined;
+  const row: Record<string, unknown> = {};
+  for (const [key, column] of KB_COLUMNS) {
+    const value = columns[column.name];
+    row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  }
+  return row as KnowledgeBaseRow;
+}
 
 export const prefetchKnowledgeBase: Prefetch = {
-  select: (c) => ({ sql: KB_BY_ID, params: [c.req.param("id") ?? ""] }),
-  // A row as drizzle maps it (booleans, JSON), by each column's own driver mapping.
+  select: (c) => ({ sql: KNOWLEDGE_BASE_BY_ID, params: [c.req.param("id") ?? ""] }),
   rows: (joined) => {
-    if (joined.id === null || joined.id === undefined) return [];
-    const row: Record<string, unknown> = {};
-    for (const [key, column] of KB_COLUMNS) {
-      const value = joined[column.name];
-      row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
-    }
-    return [row];
+    const kb = knowledgeBaseFromColumns(joined);
+    return kb ? [kb] : [];
   },
 };
 
