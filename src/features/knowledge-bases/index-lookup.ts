@@ -113,13 +113,16 @@ export function knowledgeBaseFromColumns(columns: Record<string, unknown>): Know
   return row as KnowledgeBaseRow;
 }
 
-export const prefetchKnowledgeBase: Prefetch = {
-  select: (c) => ({ sql: KNOWLEDGE_BASE_BY_ID, params: [c.req.param("id") ?? ""] }),
-  rows: (joined) => {
-    const kb = knowledgeBaseFromColumns(joined);
-    return kb ? [kb] : [];
-  },
-};
+/** The index and query routes' prefetch (route.ts `prefetch`, built there from these two): the base named by the path. */
+export const selectKnowledgeBaseById: Prefetch["select"] = (c) => ({
+  sql: KNOWLEDGE_BASE_BY_ID,
+  params: [c.req.param("id") ?? ""],
+});
+
+export function prefetchedKnowledgeBases(joined: Record<string, unknown>): KnowledgeBaseRow[] {
+  const kb = knowledgeBaseFromColumns(joined);
+  return kb ? [kb] : [];
+}
 
 /** The prefetched knowledge base, with exactly queryableKnowledgeBase's refusal (404 for another organization's). */
 export function visiblePrefetched(rows: unknown[], auth: AuthContext, kbId: string): KnowledgeBaseRow {
