@@ -242,3 +242,34 @@ describe("knowledge bases: concurrent small-document batches", () => {
     expect(result.words).toEqual([[], [], [], ["b"], ["c"]]);
   });
 });
+
+describe("knowledge bases: the checks after a group is written, shared by its callers", () => {
+  it("schedules the split at once when concurrent single-document requests pass the shard's threshold, and the split runs", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const first = await post(`/v1/knowledge-base/${kb}/index`, key, { file_data: batch(0, 1) });
+    expect(first.status).toBe(200);
+    await kbStub(kb).configureSharding({ splitChunks: 4, batchChunks: 4 });
+    const alarmIn = () =>
+      runInDurableObject(
+        kbStub(kb),
+        async (_instance, state) => ((await state.storage.getAlarm()) ?? Infinity) - Date.now(),
+      );
+    // Below the threshold: only the writer's retry alarm, half a minute away.
+    expect(await alarmIn()).toBeGreaterThan(10_000);
+    const answers = await Promise.all(
+      [1, 2, 3, 4, 5, 6, 7, 8].map((r) => post(`/v1/knowledge-base/${kb}/index`, key, { file_data: batch(r, 1) })),
+    );
+    for (const res of answers) expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // Past it: whichever call ran the checks for the last group set the alarm for now.
+    expect(await alarmIn()).toBeLessThan(10_000);
+    let shards = 1;
+    for (let i = 0; i < 200 && shards === 1; i++) {
+      await runDurableObjectAlarm(kbStub(kb));
+      shards = (await kbStub(kb).shardMap()).shards.length;
+    }
+    expect(shards).toBeGreaterThan(1);
+    expect(await documents(key, kb)).toHaveLength(9);
+  });
+});
