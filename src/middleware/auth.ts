@@ -1,5 +1,4 @@
 import type { Context } from "hono";
-import type { BatchItem } from "drizzle-orm/batch";
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { AppBindings, AuthContext, Role } from "../env";
 import { ROLES } from "../env";
@@ -7,7 +6,7 @@ import { AppError } from "../lib/errors";
 import { verifyToken } from "../lib/signed-token";
 import { sha256Hex } from "../lib/crypto";
 import { enforceLimit } from "./limits";
-import { database, readNearest, type Database } from "../db/client";
+import { database, readNearest } from "../db/client";
 import { apiKeys, users } from "../db/schema/identity";
 
 /** `api_key`: Group A (API key only); `bearer`: Group B (access token or API key). */
@@ -24,46 +23,90 @@ export const NOT_AN_API_KEY =
 const LAST_USED_EVERY_MS = 60_000;
 
 /**
- * A route's read that rides in the API key's D1 round trip (a D1 batch: one call instead of two
- * one after the other; issue 14). It is built from the request's path alone, before the key is
- * checked and before the body is read, and its rows are handed on only once the key is valid, so
- * it never answers a caller without credentials. Not used with read replicas (the key is then
- * read through a session): the route reads for itself.
+ * A route's read that rides in the API key's D1 statement (issue 14: one statement instead of a
+ * second call, or a second statement of a batch, both of which local D1 and D1's meter pay for). It
+ * is built from the request's path alone, before the key is checked and before the body is read,
+ * and joined to the key's row, so it is answered only with a valid key: a caller without
+ * credentials never sees its rows (it is not even read for them). Never cached. Not used with read
+ * replicas (the key is then read through a session): the route reads for itself.
  */
-export type Prefetch = (db: Database, c: Context<AppBindings>) => BatchItem<"sqlite">;
+export interface Prefetch {
+  /** A SELECT of at most one row, from the request's path parameters only. Its columns must not start with `auth_`. */
+  select(c: Context<AppBindings>): { sql: string; params: unknown[] };
+  /** The route's rows from the joined row (its columns all null when the SELECT found nothing). */
+  rows(joined: Record<string, unknown>): unknown[];
+}
+
+/**
+ * The key's row, without drizzle's query building on the hot path (every /v1 request): the same
+ * read as `keyRead` below, columns renamed `auth_*` so a prefetched row's columns cannot collide.
+ */
+const KEY_SQL =
+  "SELECT k.id AS auth_key_id, k.last_used_at AS auth_last_used_at, k.user_id AS auth_user_id, u.org_id AS auth_org_id, u.role AS auth_role, u.suspended AS auth_suspended FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ? AND k.revoked_at IS NULL LIMIT 1";
+
+interface KeyRow {
+  keyId: string;
+  lastUsedAt: string | null;
+  userId: string;
+  orgId: string;
+  role: Role;
+  suspended: boolean;
+}
+
+function keyRowOf(raw: Record<string, unknown>): KeyRow {
+  return {
+    keyId: raw.auth_key_id as string,
+    lastUsedAt: (raw.auth_last_used_at as string | null) ?? null,
+    userId: raw.auth_user_id as string,
+    orgId: raw.auth_org_id as string,
+    role: raw.auth_role as Role,
+    suspended: Boolean(raw.auth_suspended),
+  };
+}
+
+/** The key's row and, with a prefetch, the route's rows: one D1 statement (the route's read LEFT JOINed to the key). */
+async function readKey(
+  c: Context<AppBindings>,
+  hash: string,
+  prefetch?: Prefetch,
+): Promise<{ row?: KeyRow; prefetched?: unknown[] }> {
+  if (!prefetch) {
+    const raw = await c.env.DB.prepare(KEY_SQL).bind(hash).first<Record<string, unknown>>();
+    return { row: raw ? keyRowOf(raw) : undefined };
+  }
+  const route = prefetch.select(c);
+  const raw = await c.env.DB.prepare(`SELECT * FROM (${KEY_SQL}) LEFT JOIN (${route.sql}) ON 1`)
+    .bind(hash, ...route.params)
+    .first<Record<string, unknown>>();
+  return raw ? { row: keyRowOf(raw), prefetched: prefetch.rows(raw) } : {};
+}
 
 async function authFromApiKey(c: Context<AppBindings>, key: string, prefetch?: Prefetch): Promise<AuthContext | null> {
   if (!key.startsWith(API_KEY_PREFIX) || key.length > 200) return null;
   const hash = await sha256Hex(key);
-  // Every selected column has its own name (the user's id is read as api_keys.user_id, equal to
-  // users.id by the join): in a D1 batch drizzle maps rows by column name, and two columns both
-  // named `id` would shift every field after them (an organization id read from the role).
-  const keyRead = (db: Database) =>
-    db
-      .select({
-        keyId: apiKeys.id,
-        lastUsedAt: apiKeys.lastUsedAt,
-        userId: apiKeys.userId,
-        orgId: users.orgId,
-        role: users.role,
-        suspended: users.suspended,
-      })
-      .from(apiKeys)
-      .innerJoin(users, eq(users.id, apiKeys.userId))
-      .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
-      .limit(1);
-  let rows: Awaited<ReturnType<typeof keyRead>>;
+  let row: KeyRow | undefined;
   let prefetched: unknown[] | undefined;
-  if (prefetch && c.env.D1_READ_REPLICAS !== "on") {
-    const db = database(c.env);
-    const [keyRows, routeRows] = await db.batch([keyRead(db), prefetch(db, c)]);
-    rows = keyRows;
-    prefetched = routeRows as unknown[];
-  } else {
-    // Every /v1 request reads its key: from a replica when one is near (readNearest; a key not found there is read from the primary).
-    rows = await readNearest(c.env, keyRead);
+  if (c.env.D1_READ_REPLICAS !== "on") ({ row, prefetched } = await readKey(c, hash, prefetch));
+  else {
+    // Every /v1 request reads its key: from a replica when one is near (readNearest; a key not found
+    // there is read from the primary). Every selected column has its own name: drizzle maps rows by name.
+    const rows = await readNearest(c.env, (db) =>
+      db
+        .select({
+          keyId: apiKeys.id,
+          lastUsedAt: apiKeys.lastUsedAt,
+          userId: apiKeys.userId,
+          orgId: users.orgId,
+          role: users.role,
+          suspended: users.suspended,
+        })
+        .from(apiKeys)
+        .innerJoin(users, eq(users.id, apiKeys.userId))
+        .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
+        .limit(1),
+    );
+    row = rows[0];
   }
-  const row = rows[0];
   if (!row || row.suspended) return null;
   // Per key, in either group: one key (or one leaked key) cannot flood the service.
   await enforceLimit(

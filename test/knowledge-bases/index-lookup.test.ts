@@ -2,6 +2,10 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
 import { createKb, fileData, post, send, type Body } from "./kb-fixtures";
+import { drizzle } from "drizzle-orm/d1";
+import { eq } from "drizzle-orm";
+import { knowledgeBases } from "../../src/db/schema/knowledge-bases";
+import { KNOWLEDGE_BASE_BY_ID, knowledgeBaseFromColumns } from "../../src/features/knowledge-bases/index-lookup";
 
 // The index route reads the knowledge base's record and looks up identical documents in one D1
 // round trip, hashing the request's files with the chunk settings it last saw for the base
@@ -59,5 +63,43 @@ describe("knowledge bases: the record and the de-duplication lookup in one round
     expect(ids[1]).toBe(id);
     expect(ids[0]).not.toBe(id);
     expect(await documents(key, kb)).toHaveLength(2);
+  });
+});
+
+describe("knowledge bases: the record read in the API key's statement (route prefetch)", () => {
+  it("maps the knowledge base's columns exactly as drizzle's select does (booleans, numbers, text)", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const plain = await createKb(key);
+    const tuned = await createKb(key, { chunk_size: 300, chunk_overlap: 20, is_hybrid: false });
+    for (const kb of [plain, tuned]) {
+      const columns = await env.DB.prepare(KNOWLEDGE_BASE_BY_ID).bind(kb).first<Record<string, unknown>>();
+      const [drizzled] = await drizzle(env.DB).select().from(knowledgeBases).where(eq(knowledgeBases.id, kb));
+      expect(knowledgeBaseFromColumns(columns ?? {})).toEqual(drizzled);
+    }
+    expect((await drizzle(env.DB).select().from(knowledgeBases).where(eq(knowledgeBases.id, tuned)))[0]).toMatchObject({
+      chunkSize: 300,
+      chunkOverlap: 20,
+      isHybrid: false,
+    });
+    // A base that does not exist: no row (the LEFT JOIN's nulls).
+    expect(knowledgeBaseFromColumns({ id: null, org_id: null })).toBeUndefined();
+  });
+
+  it("indexes and queries through the one statement: the caller's own base answers, its settings applied", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key, { chunk_size: 40, chunk_overlap: 0 });
+    const text = Array.from(
+      { length: 12 },
+      (_, i) => `Kittiwakes nest on narrow ledge ${i} while guillemots crowd the rock stacks below them all summer.`,
+    ).join(" ");
+    const res = await indexFile(key, kb, "cliff.txt", text);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // chunk_size 40 from the prefetched record: more than one chunk for this text.
+    expect((await documents(key, kb))[0]).toMatchObject({ status: "ready" });
+    expect(((await documents(key, kb))[0].chunkCount as number) > 1).toBe(true);
+    const answer = await post(`/v1/knowledge-base/${kb}/query`, key, { queries: ["guillemots rock stacks"] });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   });
 });

@@ -72,3 +72,46 @@ describe("knowledge bases: the index object's group commit (IngestBatcher)", () 
     expect(batches).toEqual([["bad"], ["good"]]);
   });
 });
+
+describe("knowledge bases: the group commit's gather window (IngestBatcher)", () => {
+  const echo = (batches: string[][]) => async (jobs: string[]) => {
+    batches.push(jobs);
+    return { answer: Promise.resolve(jobs.map((j) => `${j}!`)) };
+  };
+  /** Resolves after the event loop's next turn, so a call arrives while the batcher is gathering. */
+  const laterTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
+  it("waits for as many callers as the largest recent batch held, however late they come, then writes them together", async () => {
+    const batches: string[][] = [];
+    // A window no test run reaches: the second batch can only be written once its third caller is here.
+    const batcher = new IngestBatcher<string, string>(echo(batches), () => 1, 100, 600_000);
+    await Promise.all([batcher.submit(["a"]), batcher.submit(["b"]), batcher.submit(["c"])]);
+    const x = batcher.submit(["x"]);
+    await laterTurn();
+    await laterTurn();
+    const y = batcher.submit(["y"]);
+    await laterTurn();
+    const z = batcher.submit(["z"]);
+    expect(await Promise.all([x, y, z])).toEqual([["x!"], ["y!"], ["z!"]]);
+    expect(batches).toEqual([
+      ["a", "b", "c"],
+      ["x", "y", "z"],
+    ]);
+  });
+
+  it("never waits for a lone caller (requests in sequence)", async () => {
+    const batches: string[][] = [];
+    const batcher = new IngestBatcher<string, string>(echo(batches), () => 1, 100, 600_000);
+    // With the window above, any wait would outlast the test's timeout.
+    for (const name of ["p", "q", "r"]) expect(await batcher.submit([name])).toEqual([`${name}!`]);
+    expect(batches).toEqual([["p"], ["q"], ["r"]]);
+  });
+
+  it("writes the callers that came once the window has passed when the others do not come", async () => {
+    const batches: string[][] = [];
+    const batcher = new IngestBatcher<string, string>(echo(batches), () => 1, 100, 5);
+    await Promise.all([batcher.submit(["a"]), batcher.submit(["b"])]);
+    expect(await batcher.submit(["alone"])).toEqual(["alone!"]);
+    expect(batches).toEqual([["a", "b"], ["alone"]]);
+  });
+});

@@ -5,7 +5,7 @@ import { b64, createKb, post, send, type Body } from "./kb-fixtures";
 import type { KnowledgeBaseIndex } from "../../src/features/knowledge-bases/index/knowledge-base-index";
 import { readOriginal } from "../../src/features/knowledge-bases/originals";
 import { recordDocuments, statementSpec } from "../../src/features/knowledge-bases/documents.repository";
-import { auditInsert } from "../../src/features/audit/audit.service";
+import { auditInsert, auditInsertSpec } from "../../src/features/audit/audit.service";
 
 // Issue 14, fifth round: concurrent batch requests written as one group by the index object, whose
 // bookkeeping (`finished` rows, pending audit entries, the items lookup) is now one statement per
@@ -155,6 +155,42 @@ describe("knowledge bases: concurrent small-document batches", () => {
     );
   });
 
+  it("builds the index route's audit entry without drizzle exactly as drizzle's insert ignoring a repeat, and groups it with others", async () => {
+    const org = await seedOrg();
+    const auth = { userId: org.owner.userId, orgId: org.orgId, role: "owner" as const, via: "api_key" as const };
+    const entry = (n: number) => ({
+      action: "knowledge_base.index",
+      targetType: "knowledge_base",
+      targetId: `kb-${n}`,
+      details: { document_id: `doc-${n}`, name: `it's "${n}".txt`, source: "file" },
+    });
+    const drizzled = statementSpec(auditInsert(env, auth, entry(1)).onConflictDoNothing());
+    const direct = auditInsertSpec(auth, entry(1));
+    expect(direct.sql).toBe(drizzled.sql);
+    // Same parameters but the fresh id and timestamp.
+    expect([direct.params[1], ...direct.params.slice(2, 7)]).toEqual([
+      drizzled.params[1],
+      ...drizzled.params.slice(2, 7),
+    ]);
+    const audits = [auditInsertSpec(auth, entry(2)), direct, auditInsertSpec(auth, entry(3))];
+    await recordDocuments(env, [], audits);
+    await recordDocuments(env, [], audits);
+    const rows = await env.DB.prepare(
+      "SELECT id, actor_id, target_id, details, created_at FROM audit_log WHERE org_id = ? AND action = 'knowledge_base.index' ORDER BY target_id",
+    )
+      .bind(org.orgId)
+      .all<{ id: string; actor_id: string; target_id: string; details: string; created_at: string }>();
+    expect(rows.results).toEqual(
+      [direct, audits[0], audits[2]].map((a, i) => ({
+        id: a.params[0],
+        actor_id: org.owner.userId,
+        target_id: `kb-${i + 1}`,
+        details: JSON.stringify(entry(i + 1).details),
+        created_at: a.params[7],
+      })),
+    );
+  });
+
   it("writes a call's item rows in bulk: a repeated id keeps its last text, a held id is rewritten, keyword rows follow", async () => {
     type Item = {
       id: string;
@@ -204,5 +240,36 @@ describe("knowledge bases: concurrent small-document batches", () => {
     ]);
     expect(result.keywordRows).toBe(2);
     expect(result.words).toEqual([[], [], [], ["b"], ["c"]]);
+  });
+});
+
+describe("knowledge bases: the checks after a group is written, shared by its callers", () => {
+  it("schedules the split at once when concurrent single-document requests pass the shard's threshold, and the split runs", async () => {
+    const org = await seedOrg();
+    const key = org.owner.apiKey;
+    const kb = await createKb(key);
+    const first = await post(`/v1/knowledge-base/${kb}/index`, key, { file_data: batch(0, 1) });
+    expect(first.status).toBe(200);
+    await kbStub(kb).configureSharding({ splitChunks: 4, batchChunks: 4 });
+    const alarmIn = () =>
+      runInDurableObject(
+        kbStub(kb),
+        async (_instance, state) => ((await state.storage.getAlarm()) ?? Infinity) - Date.now(),
+      );
+    // Below the threshold: only the writer's retry alarm, half a minute away.
+    expect(await alarmIn()).toBeGreaterThan(10_000);
+    const answers = await Promise.all(
+      [1, 2, 3, 4, 5, 6, 7, 8].map((r) => post(`/v1/knowledge-base/${kb}/index`, key, { file_data: batch(r, 1) })),
+    );
+    for (const res of answers) expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // Past it: whichever call ran the checks for the last group set the alarm for now.
+    expect(await alarmIn()).toBeLessThan(10_000);
+    let shards = 1;
+    for (let i = 0; i < 200 && shards === 1; i++) {
+      await runDurableObjectAlarm(kbStub(kb));
+      shards = (await kbStub(kb).shardMap()).shards.length;
+    }
+    expect(shards).toBeGreaterThan(1);
+    expect(await documents(key, kb)).toHaveLength(9);
   });
 });

@@ -1,4 +1,4 @@
-import { desc, eq, and, lt, sql } from "drizzle-orm";
+import { desc, eq, and, getTableColumns, lt, sql } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { auditLog } from "../../db/schema/identity";
@@ -26,6 +26,29 @@ export function auditInsert(env: Env, auth: AuthContext, entry: AuditEntry) {
       details: entry.details ?? {},
       createdAt: new Date().toISOString(),
     });
+}
+
+const AUDIT_COLUMNS = Object.values(getTableColumns(auditLog)).map((column) => column.name);
+/** auditInsert(...).onConflictDoNothing() as drizzle writes it, composed once. */
+const AUDIT_INSERT_IGNORING_REPEAT = `insert into "audit_log" (${AUDIT_COLUMNS.map((name) => `"${name}"`).join(", ")}) values (${AUDIT_COLUMNS.map(() => "?").join(", ")}) on conflict do nothing`;
+
+/**
+ * auditInsert's entry as SQL text and parameters, for a write that happens elsewhere (the index
+ * object's D1 batch) and may be repeated (a retry after a restart: the repeat is ignored). Built
+ * without drizzle's query building, which the one-document index route paid on every request.
+ */
+export function auditInsertSpec(auth: AuthContext, entry: AuditEntry): { sql: string; params: (string | null)[] } {
+  const row: Record<string, string | null> = {
+    id: newId(),
+    org_id: auth.orgId,
+    actor_id: auth.userId,
+    action: entry.action,
+    target_type: entry.targetType,
+    target_id: entry.targetId ?? null,
+    details: JSON.stringify(entry.details ?? {}),
+    created_at: new Date().toISOString(),
+  };
+  return { sql: AUDIT_INSERT_IGNORING_REPEAT, params: AUDIT_COLUMNS.map((name) => row[name]) };
 }
 
 export async function recordAudit(env: Env, auth: AuthContext, entry: AuditEntry): Promise<void> {

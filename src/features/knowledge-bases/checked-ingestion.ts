@@ -42,7 +42,7 @@ export async function indexCheckedByObject(
   if (!whole || files.reduce((n, f) => n + f.chunkCount, 0) > CHUNKS_PER_CALL) return undefined;
   const known = new Map<string, string>();
   for (let round = 0; round < CHECK_ROUNDS; round++) {
-    const plan = planFiles(env, auth, kb, files, settings, hashes, known);
+    const plan = planFiles(auth, kb, files, settings, hashes, known);
     if (!plan.audit) return plan.ids;
     if (plan.large.length > 0 || plan.toR2.length > 0) return undefined;
     const answers = await indexStub(env, kb.id).ingestDocumentsChecked(plan.small, plan.audit);

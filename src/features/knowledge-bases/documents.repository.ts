@@ -71,19 +71,36 @@ const SINGLE_ROW_INSERT =
  */
 function auditStatements(env: Env, audits: StatementSpec[]): D1PreparedStatement[] {
   const bySql = new Map<string, StatementSpec[]>();
-  for (const a of audits) bySql.set(a.sql, [...(bySql.get(a.sql) ?? []), a]);
+  for (const a of audits) {
+    const same = bySql.get(a.sql);
+    if (same) same.push(a);
+    else bySql.set(a.sql, [a]);
+  }
   return [...bySql].flatMap(([text, specs]) => {
-    const shape = SINGLE_ROW_INSERT.exec(text);
-    const scalar = specs.every((a) => a.params.every((p) => p === null || ["string", "number"].includes(typeof p)));
-    if (specs.length === 1 || !shape || !scalar) return specs.map((a) => env.DB.prepare(a.sql).bind(...a.params));
+    const grouped = specs.length > 1 ? groupedInsert(text) : null;
+    const scalar = specs.every((a) =>
+      a.params.every((p) => p === null || typeof p === "string" || typeof p === "number"),
+    );
+    if (!grouped || !scalar) return specs.map((a) => env.DB.prepare(a.sql).bind(...a.params));
+    return [env.DB.prepare(grouped).bind(JSON.stringify(specs.map((a) => a.params)))];
+  });
+}
+
+/** Each audit insert's grouped form (or null when it is not a single-row insert), worked out once per SQL text. */
+const groupedForms = new Map<string, string | null>();
+
+function groupedInsert(text: string): string | null {
+  let grouped = groupedForms.get(text);
+  if (grouped !== undefined) return grouped;
+  const shape = SINGLE_ROW_INSERT.exec(text);
+  if (shape) {
     const [, table, columns, marks, ignore] = shape;
     const values = marks.split(", ").map((_, i) => `value ->> ${i}`);
-    return [
-      env.DB.prepare(
-        `insert into ${table} (${columns}) select ${values.join(", ")} from json_each(?) where true${ignore ?? ""}`,
-      ).bind(JSON.stringify(specs.map((a) => a.params))),
-    ];
-  });
+    grouped = `insert into ${table} (${columns}) select ${values.join(", ")} from json_each(?) where true${ignore ?? ""}`;
+  } else grouped = null;
+  // Audit inserts are a handful of fixed texts; the bound keeps a stray caller from growing it.
+  if (groupedForms.size < 64) groupedForms.set(text, grouped);
+  return grouped;
 }
 
 /** A document row as a D1 statement (for a batch with a StatementSpec). */

@@ -140,7 +140,7 @@ export async function indexFiles(
     if (ids) return ids;
   }
   const known = looked ? looked.known : await knownHashes(env, kb.id, hashes);
-  const { ids, small, large, toR2, audit } = planFiles(env, auth, kb, files, settings, hashes, known);
+  const { ids, small, large, toR2, audit } = planFiles(auth, kb, files, settings, hashes, known);
   if (!audit) return ids;
   const originals = Promise.all(
     toR2.map(({ file, row }) =>

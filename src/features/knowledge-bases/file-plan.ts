@@ -1,10 +1,10 @@
-import type { AuthContext, Env } from "../../env";
+import type { AuthContext } from "../../env";
 import type { KbDocumentRow, KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
 import { newId } from "../../lib/ids";
-import { auditInsert } from "../audit/audit.service";
+import { auditInsertSpec } from "../audit/audit.service";
 import type { ChunkInput, DocumentJob } from "./index/knowledge-base-index";
 import { STEP_CHUNKS } from "./index/index-limits";
-import { statementSpec, type StatementSpec } from "./documents.repository";
+import type { StatementSpec } from "./documents.repository";
 import { chunkDocument, withDocumentId, type ChunkSettings, type PreparedDocument } from "./ingestion.service";
 
 /**
@@ -46,7 +46,6 @@ export interface FilePlan {
  * Pure: `known` is not changed, so a plan sent back by the index object can be made again.
  */
 export function planFiles(
-  env: Env,
   auth: AuthContext,
   kb: KnowledgeBaseRow,
   files: PreparedFile[],
@@ -85,21 +84,20 @@ export function planFiles(
   });
   const plan: FilePlan = { ids, small: [], large: [], toR2: [] };
   if (fresh.length === 0) return plan;
-  plan.audit = statementSpec(
-    auditInsert(env, auth, {
-      action: "knowledge_base.index",
-      targetType: "knowledge_base",
-      targetId: kb.id,
-      details:
-        fresh.length === 1
-          ? { document_id: fresh[0].row.id, name: fresh[0].row.name, source: "file" }
-          : {
-              document_ids: fresh.map((f) => f.row.id),
-              names: fresh.slice(0, 20).map((f) => f.row.name),
-              source: "file",
-            },
-    }).onConflictDoNothing(), // the index object may write it again after a restart
-  );
+  // The index object may write it again after a restart: the repeat is ignored.
+  plan.audit = auditInsertSpec(auth, {
+    action: "knowledge_base.index",
+    targetType: "knowledge_base",
+    targetId: kb.id,
+    details:
+      fresh.length === 1
+        ? { document_id: fresh[0].row.id, name: fresh[0].row.name, source: "file" }
+        : {
+            document_ids: fresh.map((f) => f.row.id),
+            names: fresh.slice(0, 20).map((f) => f.row.name),
+            source: "file",
+          },
+  });
   for (const { file, row } of fresh) {
     const chunks =
       file.chunks &&

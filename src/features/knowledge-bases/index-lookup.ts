@@ -1,4 +1,4 @@
-import { and, eq, inArray, ne } from "drizzle-orm";
+import { and, eq, getTableColumns, inArray, ne } from "drizzle-orm";
 import type { AuthContext, Env } from "../../env";
 import { database } from "../../db/client";
 import { kbDocuments, knowledgeBases, type KnowledgeBaseRow } from "../../db/schema/knowledge-bases";
@@ -98,12 +98,31 @@ export async function writableKnowledgeBaseWithHashes(
  * one D1 call instead of two. Read by id alone, since the caller's organization is not known yet;
  * visiblePrefetched / writablePrefetched check it.
  */
-export const prefetchKnowledgeBase: Prefetch = (db, c) =>
-  db
-    .select()
-    .from(knowledgeBases)
-    .where(eq(knowledgeBases.id, c.req.param("id") ?? ""))
-    .limit(1);
+/** The knowledge base's columns by property, and its SELECT by id, written once from the schema (no query building per request). */
+const KB_COLUMNS = Object.entries(getTableColumns(knowledgeBases));
+export const KNOWLEDGE_BASE_BY_ID = `SELECT ${KB_COLUMNS.map(([, column]) => `"${column.name}"`).join(", ")} FROM knowledge_bases WHERE id = ? LIMIT 1`;
+
+/** A row of KNOWLEDGE_BASE_BY_ID (or its columns in a joined row) as drizzle maps it: by each column's own driver mapping (booleans, JSON). */
+export function knowledgeBaseFromColumns(columns: Record<string, unknown>): KnowledgeBaseRow | undefined {
+  if (columns.id === null || columns.id === undefined) return undefined;
+  const row: Record<string, unknown> = {};
+  for (const [key, column] of KB_COLUMNS) {
+    const value = columns[column.name];
+    row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  }
+  return row as KnowledgeBaseRow;
+}
+
+/** The index and query routes' prefetch (route.ts `prefetch`, built there from these two): the base named by the path. */
+export const selectKnowledgeBaseById: Prefetch["select"] = (c) => ({
+  sql: KNOWLEDGE_BASE_BY_ID,
+  params: [c.req.param("id") ?? ""],
+});
+
+export function prefetchedKnowledgeBases(joined: Record<string, unknown>): KnowledgeBaseRow[] {
+  const kb = knowledgeBaseFromColumns(joined);
+  return kb ? [kb] : [];
+}
 
 /** The prefetched knowledge base, with exactly queryableKnowledgeBase's refusal (404 for another organization's). */
 export function visiblePrefetched(rows: unknown[], auth: AuthContext, kbId: string): KnowledgeBaseRow {

@@ -16,7 +16,7 @@ import { settingsHint, writableKnowledgeBaseWithHashes, writablePrefetched } fro
 export interface IngestionDeps {
   /** The network, for outside sources; tests pass recorded responses. */
   fetch?: FetchFunction;
-  /** The knowledge base's rows as read with the API key (index-lookup.ts, prefetchKnowledgeBase), when they were. */
+  /** The knowledge base's rows as read with the API key (index-lookup.ts, selectKnowledgeBaseById), when they were. */
   prefetched?: unknown[];
 }
 

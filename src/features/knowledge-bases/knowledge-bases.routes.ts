@@ -28,7 +28,11 @@ import {
   parseDocumentIds,
 } from "./knowledge-bases.service";
 import { indexIntoKnowledgeBase } from "./index-request";
-import { prefetchKnowledgeBase } from "./index-lookup";
+import { prefetchedKnowledgeBases, selectKnowledgeBaseById } from "./index-lookup";
+import type { Prefetch } from "../../middleware/auth";
+
+/** The knowledge base named by the path, read in the API key's D1 statement (index-lookup.ts). */
+const prefetchKnowledgeBase: Prefetch = { select: selectKnowledgeBaseById, rows: prefetchedKnowledgeBases };
 import { queryWithModelOptions } from "./options/knowledge-base-query";
 
 export function registerKnowledgeBaseRoutes(app: OpenAPIHono<AppBindings>): void {

@@ -95,6 +95,8 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   private warmChecked = false;
   /** Alternates the alarm between a split step and an indexing step while both have work. */
   private splitTurn = false;
+  /** The checks after a write (split, warm pass, replicas), with the writer's commit count when they started. */
+  private afterWrite: { commits: number; done: Promise<void> } | undefined;
   private readonly replication: Replication;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -346,6 +348,32 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
   }
 
   /**
+   * After small documents are written: a split or warm pass due, and the replicas told. Every call a
+   * batch answered arrives here at once (8 with 8 requests in flight), so they share one run of the
+   * checks (each a few statements, one counting the items) that started after their batch committed.
+   */
+  private checkAfterWrite(): Promise<void> {
+    const commits = this.writer.commits;
+    if (this.afterWrite && this.afterWrite.commits >= commits) return this.afterWrite.done;
+    const run = async (): Promise<void> => {
+      if (this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
+      else await this.scheduleWarm();
+      await this.replication.announce();
+    };
+    const done = run();
+    const current = { commits, done };
+    this.afterWrite = current;
+    // A later batch's callers start their own run; a failed run is not shared after it failed.
+    void done.then(
+      () => undefined,
+      () => {
+        if (this.afterWrite === current) this.afterWrite = undefined;
+      },
+    );
+    return done;
+  }
+
+  /**
    * ingestDocuments, and `check`: de-duplication answered here (SmallDocumentWriter.ingest) for
    * a caller that did not ask D1; while documents of the call belong to another shard (a split the
    * caller had not seen), every one answers `unchecked` and nothing is written.
@@ -360,9 +388,7 @@ export class KnowledgeBaseIndex extends DurableObject<Env> {
     const forwarded = this.elsewhere(jobs, (j) => j.documentId);
     if (forwarded.size === 0) {
       const results = await this.writer.ingest(jobs, audit, heldElsewhere, check);
-      if (this.splitter.wantsStep()) await this.ctx.storage.setAlarm(Date.now());
-      else await this.scheduleWarm();
-      await this.replication.announce();
+      await this.checkAfterWrite();
       return results;
     }
     if (check) return jobs.map(() => ({ status: "unchecked" }));

@@ -81,6 +81,9 @@ export class SmallDocumentWriter {
   /** Documents D1 has, by id, with their outcome as stored: their `finished` rows wait for tidy(). */
   private readonly reported = new Map<string, string>();
 
+  /** Batches committed by this instance: callers answered by the same batch share the checks that follow it (see KnowledgeBaseIndex). */
+  commits = 0;
+
   constructor(private readonly host: WriterHost) {}
 
   /**
@@ -190,6 +193,7 @@ export class SmallDocumentWriter {
         this.host.hashes.addAll(hashes);
         this.record(entries, results as IngestResult[]);
       });
+      this.commits += 1;
       this.reported.clear();
       if (backend)
         await backend.upsert(
