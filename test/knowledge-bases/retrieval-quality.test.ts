@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { seedOrg } from "../helpers";
-import { createKb, indexText, query } from "./kb-fixtures";
+import { CORPUS, createKb, indexText, query } from "./kb-fixtures";
 import { queryTermCounts } from "../../src/features/knowledge-bases/index/keyword-query";
 import { weightedFusion } from "../../src/features/knowledge-bases/index/hybrid-search";
 import { boostTitles, leadingTitle, TITLE_BOOST } from "../../src/features/knowledge-bases/index/title-boost";
@@ -109,6 +109,24 @@ describe("title boost (a document's first line as its title field)", () => {
     expect(boosted[0].score).toBeCloseTo(9.5 + TITLE_BOOST.weight * (2 + 2), 9);
     // A common word in the title changes almost nothing.
     expect(boosted[2].score).toBeCloseTo(9, 5);
+  });
+
+  it("boosts a document's first chunk by its title through the index object, and not the same words elsewhere", async () => {
+    const key = (await seedOrg()).owner.apiKey;
+    const kb = await createKb(key);
+    // The same words in both: the title line of one, a last line (no title) of the other, so BM25
+    // scores them alike and only the title boost (which reads the first chunk's text) sets them apart.
+    const titled = await indexText(key, kb, "titled.txt", "Aileron buzz\n\nWind tunnel notes on control surfaces.");
+    const untitled = await indexText(key, kb, "untitled.txt", "Wind tunnel notes on control surfaces.\nAileron buzz");
+    // Other documents, so the query's words are rare enough to weigh something (BM25's idf).
+    for (const [name, text] of Object.entries(CORPUS)) await indexText(key, kb, `${name}.txt`, text.text);
+    const { status, items } = await query(key, kb, {
+      query: "aileron buzz",
+      config: { retrieval_config: { search_mode: "keyword" } },
+    });
+    expect(status).toBe(200);
+    expect(items.slice(0, 2).map((i) => i.document_id)).toEqual([titled, untitled]);
+    expect(Number(items[0].score)).toBeGreaterThan(Number(items[1].score));
   });
 
   it("re-ranks only the head: the tail keeps its order below it", () => {

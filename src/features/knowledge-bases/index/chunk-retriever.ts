@@ -197,9 +197,10 @@ export class ChunkRetriever {
 
   /** The BM25 ranking's head re-ranked with its documents' titles (title-boost.ts). */
   private boostTitles(hits: Scored<number>[], query: Map<string, number>): Scored<number>[] {
+    // Only a document's first chunk can hold a title (leadingTitle): the others' texts are not read.
     const head = this.rowsByRowid(
       hits.slice(0, TITLE_BOOST.rerank).map((h) => h.id),
-      "text, position",
+      "CASE WHEN position = 0 THEN text END AS text, position",
     );
     const titles = new Map<number, string[]>();
     for (const row of head) {

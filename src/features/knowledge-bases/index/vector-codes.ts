@@ -200,11 +200,15 @@ export class SignCodes {
   }
 }
 
+/** bestSlots' output buffer, shared by every store of the isolate (a search runs to its end before the next starts). */
+let slotScratch = new Int32Array(0);
+
 /**
  * The slots of at least `want` of the best estimates among those `mask` allows (all when absent),
  * in slot order: a threshold from a fixed sample of the estimates (every n/2048-th), lowered
  * until `want` pass it; every slot at or above it is kept, so the result depends only on the
- * estimates, never on the order of ties (a cold and a warm store pick the same candidates).
+ * estimates, never on the order of ties (a cold and a warm store pick the same candidates). The
+ * answer is a view of a buffer the next call overwrites: read it before searching again.
  */
 export function bestSlots(estimates: Float32Array, want: number, mask?: Uint8Array): Int32Array {
   const n = estimates.length;
@@ -216,7 +220,10 @@ export function bestSlots(estimates: Float32Array, want: number, mask?: Uint8Arr
   const sorted = sample.subarray(0, m).sort();
   // A quarter more than `want`'s share of the sample, so one pass over all usually suffices.
   let rank = Math.ceil((want / step) * 1.25) + 8;
-  const out = new Int32Array(n);
+  // Reused: a fresh n-slot array a query (400 KB at 100k vectors) cost an allocation and the
+  // collections it brought on, for ~3% of it used.
+  if (slotScratch.length < n) slotScratch = new Int32Array(n);
+  const out = slotScratch;
   for (;;) {
     const threshold = rank < m ? sorted[m - 1 - rank] : Number.NEGATIVE_INFINITY;
     let k = 0;
