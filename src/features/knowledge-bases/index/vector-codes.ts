@@ -200,7 +200,7 @@ export class SignCodes {
   }
 }
 
-/** bestSlots' output buffer, shared by every store of the isolate (a search runs to its end before the next starts). */
+/** bestSlots' scratch buffer, shared by every store of the isolate (never handed out: each answer is a copy). */
 let slotScratch = new Int32Array(0);
 
 /**
@@ -208,7 +208,7 @@ let slotScratch = new Int32Array(0);
  * in slot order: a threshold from a fixed sample of the estimates (every n/2048-th), lowered
  * until `want` pass it; every slot at or above it is kept, so the result depends only on the
  * estimates, never on the order of ties (a cold and a warm store pick the same candidates). The
- * answer is a view of a buffer the next call overwrites: read it before searching again.
+ * answer is the caller's own array (the n-slot scratch buffer behind it is reused).
  */
 export function bestSlots(estimates: Float32Array, want: number, mask?: Uint8Array): Int32Array {
   const n = estimates.length;
@@ -230,7 +230,9 @@ export function bestSlots(estimates: Float32Array, want: number, mask?: Uint8Arr
     if (mask === undefined) {
       for (let i = 0; i < n; i++) if (estimates[i] >= threshold) out[k++] = i;
     } else for (let i = 0; i < n; i++) if (estimates[i] >= threshold && mask[i] !== 0) out[k++] = i;
-    if (k >= want || threshold === Number.NEGATIVE_INFINITY) return out.subarray(0, k);
+    // A copy of the k slots (~3% of n): the scratch buffer is never handed out, so no caller can
+    // see it overwritten by a later search.
+    if (k >= want || threshold === Number.NEGATIVE_INFINITY) return out.slice(0, k);
     rank *= 2;
   }
 }
