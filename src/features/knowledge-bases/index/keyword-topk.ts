@@ -29,22 +29,32 @@ export interface StemPostings {
 }
 
 /**
- * Relative slack on every bound comparison: scores summed in another order differ from the full
- * pass's by a few units in the last place (~1e-15 relative for 64 terms), so a row is dropped only
- * when it falls short by far more than that.
+ * Relative slack on every bound comparison. The pruned pass keeps its running sums as float32
+ * (and reads the length terms as float32): half the bytes a row of the two arrays it reads and
+ * writes at random, which in a query's cold caches is most of its cost (BENCHMARKS.md, "BM25's
+ * running sums in float32"). Each contribution is then within ~6e-8 of the exact one and a sum of
+ * at most MAX_LISTS of them within ~MAX_LISTS x 1.2e-7 (all terms are positive), so a sum and the
+ * k-th may each be off by a relative eps <= 8e-6; a row is dropped only when it falls short by
+ * more than 2 x eps, so no row the exact pass would rank is lost. The survivors' scores are then
+ * summed again exactly, in float64 (exactScores).
  */
-const MARGIN = 1e-9;
-/** Weights outside this range could make a contribution round to 0 or overflow: the full pass takes those. */
-const MIN_W = 1e-200;
-const MAX_W = 1e200;
+const MARGIN = 2e-5;
+/** More lists than this take the full pass (the float32 sums' error bound above assumes at most this many). */
+const MAX_LISTS = 64;
+/** Weights outside this range could make a float32 contribution round to 0 or a sum overflow: the full pass takes those. */
+const MIN_W = 1e-15;
+const MAX_W = 1e15;
+/** A posting's tf / (tf + norm) below this could round to 0 in float32 (see listBound). */
+const MIN_FRAC = 1e-20;
 /** A row looked up by galloping costs about this many postings walked (branchy: measured in a Node replay of the scale bench). */
 const SEEK_COST = 6;
 
 /**
  * The largest tf / (tf + norm) among a list's postings that a scorer counts (rowid inside `norm`,
  * a stored length), or NaN when the list is not strictly ascending, holds a 0 term count or a
- * ratio that is not a plain positive number: the pruned path relies on all three (every
- * contribution > 0, lists searchable by rowid) and leaves such a list to the full pass.
+ * ratio that is not a plain positive number of at least MIN_FRAC: the pruned path relies on all
+ * three (every contribution > 0 in float32 too, lists searchable by rowid) and leaves such a list
+ * to the full pass.
  */
 export function listBound(rows: Int32Array, tfs: Uint16Array, norm: Float64Array): number {
   let best = 0;
@@ -60,7 +70,7 @@ export function listBound(rows: Int32Array, tfs: Uint16Array, norm: Float64Array
     const tf = tfs[i];
     const frac = tf / (tf + n);
     // A ratio this small (a corrupt length statistic) could round a contribution to 0.
-    if (!(frac >= 1e-100 && frac <= 1)) return Number.NaN;
+    if (!(frac >= MIN_FRAC && frac <= 1)) return Number.NaN;
     if (frac > best) best = frac;
   }
   return best;
@@ -68,7 +78,13 @@ export function listBound(rows: Int32Array, tfs: Uint16Array, norm: Float64Array
 
 /** Scratch buffers reused across queries (a query allocates nothing in proportion to the base). */
 export class StemTopK {
-  private scores = new Float64Array(0);
+  /** The pruned pass's running sums (float32: see MARGIN), all 0 between calls. */
+  private scores = new Float32Array(0);
+  /** The full pass's sums (float64, exact), all 0 between calls. */
+  private exact = new Float64Array(0);
+  /** The last length terms read as float32, and the array they came from (a new one is made for every change). */
+  private norm32 = new Float32Array(0);
+  private norm32Of: Float64Array | null = null;
   private touched = new Int32Array(0);
   private picked = new Int32Array(0);
   private rising = new Int32Array(0);
@@ -80,7 +96,8 @@ export class StemTopK {
 
   private ensure(rows: number): void {
     if (this.scores.length >= rows) return;
-    this.scores = new Float64Array(rows);
+    this.scores = new Float32Array(rows);
+    this.exact = new Float64Array(rows);
     this.touched = new Int32Array(rows);
     this.picked = new Int32Array(rows);
     this.rising = new Int32Array(rows);
@@ -90,7 +107,7 @@ export class StemTopK {
   /** The full pass: every posting of every stem summed in stem order, then the top `topK` (the reference). */
   exhaustive(lists: StemPostings[], norm: Float64Array, allowed: Set<number> | undefined, topK: number): Ranked[] {
     this.ensure(norm.length);
-    const scores = this.scores;
+    const scores = this.exact;
     const touched = this.touched;
     let touchedCount = 0;
     const rowLimit = norm.length;
@@ -140,9 +157,11 @@ export class StemTopK {
       Number.isInteger(head) &&
       head >= 1 &&
       head <= topK &&
+      lists.length <= MAX_LISTS &&
       lists.every((l) => l.frac >= 0 && l.w >= MIN_W && l.w <= MAX_W && l.rows.length === l.tfs.length);
     if (!safe || lists.length < 2) return this.exhaustive(lists, norm, allowed, topK).slice(0, head);
     this.ensure(norm.length);
+    const norm32 = this.lengthsAsFloat32(norm);
     const m = lists.length;
     const rowLimit = norm.length;
     // The allowed rows as a bitmap: one array read a posting instead of a hash lookup.
@@ -165,8 +184,8 @@ export class StemTopK {
     this.walked = 0;
     // Every row any of the first stems holds may still reach the top k: walked whole, as the full pass does.
     let i = 0;
-    while (i < m && !(this.kth.floor() > rest[i])) this.walkWhole(walking[i++], norm, bitmap);
-    const count = this.complete(walking, i, rest, norm);
+    while (i < m && !(this.kth.floor() > rest[i])) this.walkWhole(walking[i++], norm32, bitmap);
+    const count = this.complete(walking, i, rest, norm32);
     this.kth.clear();
     const survivors = this.picked.slice(0, count);
     // Every other row met was set back to 0 as it left (keep()), so the buffer is all 0 again after this.
@@ -178,8 +197,19 @@ export class StemTopK {
     return headOf(survivors, exact.sums, head, topK) ?? this.top(lists, norm, allowed, topK).slice(0, head);
   }
 
+  /** The length terms as float32 (kept for the array they came from: a write makes a new one). */
+  private lengthsAsFloat32(norm: Float64Array): Float32Array {
+    if (this.norm32Of !== norm) {
+      // Exactly as long: the passes take norm.length as the rowid limit.
+      if (this.norm32.length !== norm.length) this.norm32 = new Float32Array(norm.length);
+      this.norm32.set(norm);
+      this.norm32Of = norm;
+    }
+    return this.norm32;
+  }
+
   /** Adds a stem's every posting to the scores, noting rows met for the first time and the k-th as it rises. */
-  private walkWhole({ rows, tfs, w }: StemPostings, norm: Float64Array, bitmap: Uint8Array | undefined): void {
+  private walkWhole({ rows, tfs, w }: StemPostings, norm: Float32Array, bitmap: Uint8Array | undefined): void {
     const scores = this.scores;
     const touched = this.touched;
     const kth = this.kth;
@@ -198,9 +228,8 @@ export class StemTopK {
       const tf = tfs[p];
       const before = scores[rowid];
       if (before === 0) touched[touchedCount++] = rowid;
-      const after = before + (w * tf) / (tf + n);
-      scores[rowid] = after;
-      if (after > floor) rising[risen++] = rowid;
+      scores[rowid] = before + (w * tf) / (tf + n);
+      if (scores[rowid] > floor) rising[risen++] = rowid;
     }
     for (let r = 0; r < risen; r++) {
       const rowid = rising[r];
@@ -219,7 +248,7 @@ export class StemTopK {
    * from where the previous row left it) when few rows are left, else walked whole, skipping rows
    * not kept. Leaves the rows that reach the k-th in `picked`, by rowid; answers how many.
    */
-  private complete(walking: StemPostings[], from: number, rest: Float64Array, norm: Float64Array): number {
+  private complete(walking: StemPostings[], from: number, rest: Float64Array, norm: Float32Array): number {
     const m = walking.length;
     const scores = this.scores;
     const picked = this.picked;
@@ -239,8 +268,8 @@ export class StemTopK {
           at = seek(rows, len, at, rowid);
           if (at < len && rows[at] === rowid) {
             const tf = tfs[at];
-            const after = scores[rowid] + (w * tf) / (tf + norm[rowid]);
-            scores[rowid] = after;
+            scores[rowid] += (w * tf) / (tf + norm[rowid]);
+            const after = scores[rowid];
             if (after > floor) {
               kth.offer(rowid, after);
               floor = kth.floor();
@@ -257,8 +286,8 @@ export class StemTopK {
           // 0: never met (cannot reach the k-th) or left.
           if (before === 0) continue;
           const tf = tfs[p];
-          const after = before + (w * tf) / (tf + norm[rowid]);
-          scores[rowid] = after;
+          scores[rowid] = before + (w * tf) / (tf + norm[rowid]);
+          const after = scores[rowid];
           if (after > floor) {
             kth.offer(rowid, after);
             floor = kth.floor();
