@@ -80,7 +80,7 @@ export function listBound(rows: Int32Array, tfs: Uint16Array, norm: Float64Array
 export class StemTopK {
   /** The pruned pass's running sums (float32: see MARGIN), all 0 between calls. */
   private scores = new Float32Array(0);
-  /** The full pass's sums (float64, exact), all 0 between calls. */
+  /** The full pass's sums (float64, exact), all 0 between calls; allocated only if the full pass runs. */
   private exact = new Float64Array(0);
   /** The last length terms read as float32, and the array they came from (a new one is made for every change). */
   private norm32 = new Float32Array(0);
@@ -97,7 +97,6 @@ export class StemTopK {
   private ensure(rows: number): void {
     if (this.scores.length >= rows) return;
     this.scores = new Float32Array(rows);
-    this.exact = new Float64Array(rows);
     this.touched = new Int32Array(rows);
     this.picked = new Int32Array(rows);
     this.rising = new Int32Array(rows);
@@ -107,6 +106,7 @@ export class StemTopK {
   /** The full pass: every posting of every stem summed in stem order, then the top `topK` (the reference). */
   exhaustive(lists: StemPostings[], norm: Float64Array, allowed: Set<number> | undefined, topK: number): Ranked[] {
     this.ensure(norm.length);
+    if (this.exact.length < norm.length) this.exact = new Float64Array(this.scores.length);
     const scores = this.exact;
     const touched = this.touched;
     let touchedCount = 0;
