@@ -1,6 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { bestSlots } from "../../src/features/knowledge-bases/index/vector-codes";
+import { bestSlots, signCodesFor } from "../../src/features/knowledge-bases/index/vector-codes";
+import { quantize } from "../../src/features/knowledge-bases/index/vector-index";
 import type { Approximation } from "../../src/features/knowledge-bases/index/vector-scan";
 import { VectorStore } from "../../src/features/knowledge-bases/index/vector-store";
 
@@ -176,6 +177,30 @@ describe("knowledge bases: the compact first pass of the vector search (issue 18
       expect(slots.length).toBeGreaterThanOrEqual(Math.min(want, 3333));
       const cut = Math.min(...Array.from(slots, (s) => estimates[s]));
       for (let i = 0; i < 5000; i++) expect(slots.includes(i)).toBe(mask[i] === 1 && estimates[i] >= cut);
+    }
+  });
+
+  it("chooses in the kernel exactly the candidates bestSlots chooses from the same estimates (counts off the kernel's four lanes, ties, masks)", () => {
+    const dims = 48;
+    for (const count of [1, 7, 1001, 5003]) {
+      const codes = signCodesFor(dims);
+      if (!codes) throw new Error("no codes");
+      codes.reserve(count);
+      const data = new Int8Array(count * dims);
+      const scales = new Float32Array(count);
+      for (const [i, v] of vectors(count, dims, count).entries()) scales[i] = quantize(v.values, data, i * dims);
+      codes.setRows(0, data, count, scales);
+      const mask = Uint8Array.from({ length: count }, (_, i) => (i % 4 === 1 ? 0 : 1));
+      for (const query of vectors(3, dims, 99))
+        for (const want of [1, 16, Math.ceil(count / 3), count, count + 5]) {
+          const q = Float32Array.from(query.values);
+          const expected = bestSlots(codes.estimate(q, count).slice(), want);
+          expect(Array.from(codes.candidates(q, count, want)), `${count} rows, want ${want}`).toEqual(
+            Array.from(expected),
+          );
+          const masked = bestSlots(codes.estimate(q, count).slice(), want, mask);
+          expect(Array.from(codes.candidates(q, count, want, mask))).toEqual(Array.from(masked));
+        }
     }
   });
 });

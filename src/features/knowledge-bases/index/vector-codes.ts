@@ -31,6 +31,8 @@ interface CodeKernel {
     l: number,
     m: number,
   ): void;
+  count_at_least(estimates: number, n: number, threshold: number): number;
+  compact_at_least(estimates: number, n: number, threshold: number): number;
 }
 
 const PAGE = 65_536;
@@ -198,6 +200,22 @@ export class SignCodes {
     );
     return new Float32Array(this.exports.memory.buffer, out, count);
   }
+
+  /**
+   * bestSlots() of the estimates of `query` over the first `count` rows: the same slots. Without a
+   * mask its two passes over every estimate (count the slots at a threshold, then take them) run
+   * in the kernel, the estimates being overwritten by the slots they keep.
+   */
+  candidates(query: Float32Array, count: number, want: number, mask?: Uint8Array): Int32Array {
+    const estimates = this.estimate(query, count);
+    if (mask) return bestSlots(estimates, want, mask);
+    const at = this.estimatesOffset;
+    return bestSlots(estimates, want, undefined, {
+      count: (threshold) => this.exports.count_at_least(at, count, threshold),
+      take: (threshold) =>
+        new Int32Array(this.exports.memory.buffer, at, this.exports.compact_at_least(at, count, threshold)).slice(),
+    });
+  }
 }
 
 /** bestSlots' scratch buffer, shared by every store of the isolate (never handed out: each answer is a copy). */
@@ -210,7 +228,13 @@ let slotScratch = new Int32Array(0);
  * estimates, never on the order of ties (a cold and a warm store pick the same candidates). The
  * answer is the caller's own array (the n-slot scratch buffer behind it is reused).
  */
-export function bestSlots(estimates: Float32Array, want: number, mask?: Uint8Array): Int32Array {
+/** bestSlots' two passes over every estimate when they run elsewhere (SignCodes.candidates): counting, then taking (in slot order). */
+export interface SlotPasses {
+  count(threshold: number): number;
+  take(threshold: number): Int32Array;
+}
+
+export function bestSlots(estimates: Float32Array, want: number, mask?: Uint8Array, passes?: SlotPasses): Int32Array {
   const n = estimates.length;
   const step = Math.max(1, Math.floor(n / 2048));
   const sample = new Float64Array(Math.ceil(n / step));
@@ -220,12 +244,19 @@ export function bestSlots(estimates: Float32Array, want: number, mask?: Uint8Arr
   const sorted = sample.subarray(0, m).sort();
   // A quarter more than `want`'s share of the sample, so one pass over all usually suffices.
   let rank = Math.ceil((want / step) * 1.25) + 8;
-  // Reused: a fresh n-slot array a query (400 KB at 100k vectors) cost an allocation and the
-  // collections it brought on, for ~3% of it used.
-  if (slotScratch.length < n) slotScratch = new Int32Array(n);
-  const out = slotScratch;
   for (;;) {
     const threshold = rank < m ? sorted[m - 1 - rank] : Number.NEGATIVE_INFINITY;
+    // The threshold is one of the float32 estimates (or -Infinity), so a float32 comparison in the
+    // kernel keeps exactly the slots this loop would.
+    if (passes && mask === undefined) {
+      if (threshold === Number.NEGATIVE_INFINITY || passes.count(threshold) >= want) return passes.take(threshold);
+      rank *= 2;
+      continue;
+    }
+    // Reused: a fresh n-slot array a query (400 KB at 100k vectors) cost an allocation and the
+    // collections it brought on, for ~3% of it used.
+    if (slotScratch.length < n) slotScratch = new Int32Array(n);
+    const out = slotScratch;
     let k = 0;
     if (mask === undefined) {
       for (let i = 0; i < n; i++) if (estimates[i] >= threshold) out[k++] = i;

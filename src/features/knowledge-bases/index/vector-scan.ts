@@ -1,4 +1,4 @@
-import { bestSlots, type SignCodes } from "./vector-codes";
+import type { SignCodes } from "./vector-codes";
 import { quantize, TopK } from "./vector-index";
 
 /** Below this share of the set, filtered candidates are scored one by one instead of scanning all. */
@@ -117,7 +117,7 @@ export function int8Pass(
   quantize(q, q8, 0);
   const want = Math.max(pool * approximate.perPool, approximate.min);
   if (source.codes && source.count >= approximate.from && want < source.count) {
-    const slots = bestSlots(source.codes.estimate(q, source.count), want, mask);
+    const slots = source.codes.candidates(q, source.count, want, mask);
     return { slots, raw: source.dotSome(q8, slots) };
   }
   return { slots: null, raw: source.dotAll(q8) };

@@ -283,4 +283,46 @@
         (local.set $negatives (i32.add (local.get $negatives) (i32.const 16)))
         (local.set $factors (i32.add (local.get $factors) (i32.const 16)))
         (local.set $out (i32.add (local.get $out) (i32.const 16)))
-        (br $each)))))
+        (br $each))))
+
+  ;; How many of the n f32 estimates at est are at least t (bestSlots' threshold), four at a time.
+  (func (export "count_at_least") (param $est i32) (param $n i32) (param $t f32) (result i32)
+    (local $end i32) (local $end4 i32) (local $acc v128) (local $tv v128) (local $count i32)
+    (local.set $end (i32.add (local.get $est) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $end4 (i32.add (local.get $est) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (local.set $tv (f32x4.splat (local.get $t)))
+    (block $quads_done
+      (loop $quads
+        (br_if $quads_done (i32.ge_u (local.get $est) (local.get $end4)))
+        ;; A lane at or above t is all ones (-1): subtracting counts it.
+        (local.set $acc (i32x4.sub (local.get $acc) (f32x4.ge (v128.load (local.get $est)) (local.get $tv))))
+        (local.set $est (i32.add (local.get $est) (i32.const 16)))
+        (br $quads)))
+    (local.set $count
+      (i32.add
+        (i32.add (i32x4.extract_lane 0 (local.get $acc)) (i32x4.extract_lane 1 (local.get $acc)))
+        (i32.add (i32x4.extract_lane 2 (local.get $acc)) (i32x4.extract_lane 3 (local.get $acc)))))
+    (block $done
+      (loop $rest
+        (br_if $done (i32.ge_u (local.get $est) (local.get $end)))
+        (if (f32.ge (f32.load (local.get $est)) (local.get $t))
+          (then (local.set $count (i32.add (local.get $count) (i32.const 1)))))
+        (local.set $est (i32.add (local.get $est) (i32.const 4)))
+        (br $rest)))
+    (local.get $count))
+
+  ;; Replaces the n f32 estimates at est, in place, by the i32 indexes of those at least t, in
+  ;; order (index k is written over estimate k <= i, already read); answers how many.
+  (func (export "compact_at_least") (param $est i32) (param $n i32) (param $t f32) (result i32)
+    (local $i i32) (local $k i32)
+    (block $done
+      (loop $each
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (if (f32.ge (f32.load (i32.add (local.get $est) (i32.shl (local.get $i) (i32.const 2)))) (local.get $t))
+          (then
+            (i32.store (i32.add (local.get $est) (i32.shl (local.get $k) (i32.const 2))) (local.get $i))
+            (local.set $k (i32.add (local.get $k) (i32.const 1)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $each)))
+    (local.get $k))
+)
