@@ -118,10 +118,8 @@ describe("knowledge bases: the index object's latency work (issue 18)", () => {
   });
 
   it("stems every word of the Cranfield and CISI vocabularies in JavaScript exactly as FTS5's porter tokenizer does", async () => {
-    const texts = (["cranfield", "cisi"] as const).flatMap((name) => {
-      const c = loadCollection(name);
-      return c ? [...c.docs.map((d) => d.text), ...c.queries] : [];
-    });
+    const collections = (["cranfield", "cisi"] as const).flatMap((name) => loadCollection(name) ?? []);
+    const texts = collections.flatMap((c) => [...c.docs.map((d) => d.text), ...c.queries]);
     // Without the collections, the words of the test corpus and the rules' edge cases still run.
     texts.push(
       "caresses ponies ties caress cats feed agreed plastered bled motoring sing conflated troubled sized hopping tanned falling hissing fizzed failing filing happy sky relational conditional rational valenci hesitanci digitizer conformabli radicalli differentli vileli analogousli vietnamization predication operator feudalism decisiveness hopefulness callousness formaliti sensitiviti sensibiliti triplicate formative formalize electriciti electrical hopeful goodness revival allowance inference airliner gyroscopic adjustable defensible irritant replacement adjustment dependent adoption homologou communism activate angulariti homologous effective bowdlerize probate rate cease controll roll eed aing ies sses ss yyy 3d a1b2c3 2024 boundary-layer",
@@ -149,7 +147,8 @@ describe("knowledge bases: the index object's latency work (issue 18)", () => {
       const js = porterStem(w);
       return js !== undefined && JSON.stringify([js]) !== JSON.stringify(fts5[w]);
     });
-    expect(words.length).toBeGreaterThan(200);
+    // The collections' vocabularies hold thousands of words; the edge cases alone about a hundred.
+    expect(words.length).toBeGreaterThan(collections.length > 0 ? 5000 : 80);
     expect(differing.map((w) => [w, porterStem(w), fts5[w]])).toEqual([]);
     // Only the rules' degenerate cases are left to FTS5.
     expect(words.filter((w) => porterStem(w) === undefined).length).toBeLessThan(5);
