@@ -218,6 +218,12 @@ export class SignCodes {
   }
 }
 
+/** bestSlots' two passes over every estimate when they run elsewhere (SignCodes.candidates): counting, then taking (in slot order). */
+export interface SlotPasses {
+  count(threshold: number): number;
+  take(threshold: number): Int32Array;
+}
+
 /** bestSlots' scratch buffer, shared by every store of the isolate (never handed out: each answer is a copy). */
 let slotScratch = new Int32Array(0);
 
@@ -228,12 +234,6 @@ let slotScratch = new Int32Array(0);
  * estimates, never on the order of ties (a cold and a warm store pick the same candidates). The
  * answer is the caller's own array (the n-slot scratch buffer behind it is reused).
  */
-/** bestSlots' two passes over every estimate when they run elsewhere (SignCodes.candidates): counting, then taking (in slot order). */
-export interface SlotPasses {
-  count(threshold: number): number;
-  take(threshold: number): Int32Array;
-}
-
 export function bestSlots(estimates: Float32Array, want: number, mask?: Uint8Array, passes?: SlotPasses): Int32Array {
   const n = estimates.length;
   const step = Math.max(1, Math.floor(n / 2048));
